@@ -1,0 +1,779 @@
+//! Configuration: the TOML file, `MORAINE_MCP_<SECTION>__<KEY>` overrides, and validation.
+//!
+//! Loading goes file → environment → command-line flags → [`Config::validate`]. The environment
+//! arrives as a map so tests never touch the process environment. Every setting has a default,
+//! documented in `config/moraine-mcp.toml`; a test keeps that file and [`Config::default`] equal.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// Prefix of environment overrides; the rest is `<SECTION>__<KEY>`.
+pub const ENV_PREFIX: &str = "MORAINE_MCP_";
+
+/// A configuration problem, always naming the offending key.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("invalid config: {0}")]
+    Parse(String),
+    #[error("invalid environment override {var}: {message}")]
+    Env { var: String, message: String },
+    #[error("invalid setting {key}: {message}")]
+    Invalid { key: String, message: String },
+}
+
+impl ConfigError {
+    fn invalid(key: &str, message: impl Into<String>) -> Self {
+        Self::Invalid {
+            key: key.to_owned(),
+            message: message.into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub server: ServerConfig,
+    pub auth: AuthConfig,
+    pub clickhouse: ClickHouseConfig,
+    pub tools: ToolsConfig,
+    pub bm25: Bm25Config,
+    pub sla: SlaConfig,
+    pub telemetry: TelemetryConfig,
+    pub embedded: EmbeddedConfig,
+    pub ingest: IngestConfig,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerConfig {
+    pub listen: String,
+    pub mcp_path: String,
+    pub allowed_hosts: Vec<String>,
+    pub allowed_origins: Vec<String>,
+    pub stateful: bool,
+    pub sse_keep_alive_secs: u64,
+    pub request_body_limit_bytes: u64,
+    pub request_timeout_secs: u64,
+    pub shutdown_grace_secs: u64,
+    pub allow_unauthenticated: bool,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:8080".into(),
+            mcp_path: "/mcp".into(),
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            stateful: false,
+            sse_keep_alive_secs: 15,
+            request_body_limit_bytes: 1024 * 1024,
+            request_timeout_secs: 30,
+            shutdown_grace_secs: 10,
+            allow_unauthenticated: false,
+        }
+    }
+}
+
+impl ServerConfig {
+    /// The validated listen address.
+    pub fn listen_addr(&self) -> SocketAddr {
+        self.listen
+            .parse()
+            .expect("listen address is checked by Config::validate")
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AuthConfig {
+    pub tokens: Vec<TokenConfig>,
+}
+
+/// One accepted bearer token. Only `name` is ever logged or exported.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenConfig {
+    pub name: String,
+    pub token: String,
+}
+
+impl std::fmt::Debug for TokenConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TokenConfig")
+            .field("name", &self.name)
+            .field("token", &"<redacted>")
+            .finish()
+    }
+}
+
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ClickHouseConfig {
+    pub url: String,
+    pub user: String,
+    pub password: String,
+    pub database: String,
+    pub connect_timeout_ms: u64,
+    pub query_timeout_ms: u64,
+    pub max_concurrent_queries: usize,
+    pub queue_timeout_ms: u64,
+    pub startup_wait_secs: u64,
+    pub health_timeout_ms: u64,
+}
+
+impl Default for ClickHouseConfig {
+    fn default() -> Self {
+        Self {
+            url: "http://127.0.0.1:8123".into(),
+            user: "default".into(),
+            password: String::new(),
+            database: "moraine".into(),
+            connect_timeout_ms: 2000,
+            query_timeout_ms: 30_000,
+            max_concurrent_queries: 8,
+            queue_timeout_ms: 1000,
+            startup_wait_secs: 30,
+            health_timeout_ms: 1000,
+        }
+    }
+}
+
+impl std::fmt::Debug for ClickHouseConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClickHouseConfig")
+            .field("url", &self.url)
+            .field("user", &self.user)
+            .field("password", &"<redacted>")
+            .field("database", &self.database)
+            .field("max_concurrent_queries", &self.max_concurrent_queries)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ToolsConfig {
+    pub search_deadline_ms: u64,
+    pub list_deadline_ms: u64,
+    pub open_deadline_ms: u64,
+    pub max_query_terms: usize,
+    pub snippet_chars: usize,
+    pub preview_chars: usize,
+    pub self_server_names: Vec<String>,
+    pub include_self_events: bool,
+    pub query_log: bool,
+}
+
+impl Default for ToolsConfig {
+    fn default() -> Self {
+        Self {
+            search_deadline_ms: 5000,
+            list_deadline_ms: 2000,
+            open_deadline_ms: 5000,
+            max_query_terms: 32,
+            snippet_chars: 240,
+            preview_chars: 200,
+            self_server_names: vec!["moraine".into(), "moraine-mcp".into()],
+            include_self_events: false,
+            query_log: true,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Bm25Config {
+    pub k1: f64,
+    pub b: f64,
+}
+
+impl Default for Bm25Config {
+    fn default() -> Self {
+        Self { k1: 1.2, b: 0.75 }
+    }
+}
+
+/// The spec's SLA targets (its P95 column), in milliseconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SlaConfig {
+    pub search_100k: u64,
+    pub search_500k: u64,
+    pub search_1m: u64,
+    pub search_within_turn: u64,
+    pub search_within_session: u64,
+    pub list_typical: u64,
+    pub list_broad: u64,
+    pub list_broad_mode: u64,
+    pub open_event: u64,
+    pub open_turn: u64,
+    pub open_session_100: u64,
+    pub open_session_1000: u64,
+}
+
+impl Default for SlaConfig {
+    fn default() -> Self {
+        Self {
+            search_100k: 750,
+            search_500k: 1500,
+            search_1m: 2500,
+            search_within_turn: 300,
+            search_within_session: 500,
+            list_typical: 300,
+            list_broad: 1000,
+            list_broad_mode: 1200,
+            open_event: 200,
+            open_turn: 300,
+            open_session_100: 500,
+            open_session_1000: 1500,
+        }
+    }
+}
+
+impl SlaConfig {
+    /// Every target, for histogram bucket edges.
+    pub fn all_targets_ms(&self) -> Vec<u64> {
+        vec![
+            self.search_100k,
+            self.search_500k,
+            self.search_1m,
+            self.search_within_turn,
+            self.search_within_session,
+            self.list_typical,
+            self.list_broad,
+            self.list_broad_mode,
+            self.open_event,
+            self.open_turn,
+            self.open_session_100,
+            self.open_session_1000,
+        ]
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TelemetryConfig {
+    pub log_format: String,
+    pub log_level: String,
+    pub otlp_endpoint: String,
+    pub service_name: String,
+}
+
+impl Default for TelemetryConfig {
+    fn default() -> Self {
+        Self {
+            log_format: "text".into(),
+            log_level: "info".into(),
+            otlp_endpoint: String::new(),
+            service_name: "moraine-mcp".into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EmbeddedConfig {
+    pub data_dir: String,
+    pub port: u16,
+    pub python: String,
+    pub demo_when_empty: bool,
+}
+
+impl Default for EmbeddedConfig {
+    fn default() -> Self {
+        Self {
+            data_dir: "~/.local/share/moraine-mcp".into(),
+            port: 18123,
+            python: "python3".into(),
+            demo_when_empty: true,
+        }
+    }
+}
+
+impl EmbeddedConfig {
+    /// The data directory with `~` expanded.
+    pub fn data_dir_path(&self) -> PathBuf {
+        expand_home(&self.data_dir)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct IngestConfig {
+    pub batch_events: usize,
+    pub max_indexed_bytes: usize,
+    pub sources: Vec<SourceConfig>,
+    pub redaction: RedactionConfig,
+}
+
+impl Default for IngestConfig {
+    fn default() -> Self {
+        Self {
+            batch_events: 20_000,
+            max_indexed_bytes: 1024 * 1024,
+            sources: vec![
+                SourceConfig {
+                    name: "codex".into(),
+                    harness: "codex".into(),
+                    glob: "~/.codex/sessions/**/*.jsonl".into(),
+                },
+                SourceConfig {
+                    name: "claude".into(),
+                    harness: "claude-code".into(),
+                    glob: "~/.claude/projects/**/*.jsonl".into(),
+                },
+            ],
+            redaction: RedactionConfig::default(),
+        }
+    }
+}
+
+/// One place agent logs are read from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SourceConfig {
+    pub name: String,
+    pub harness: String,
+    pub glob: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RedactionConfig {
+    pub enabled: bool,
+    pub extra_patterns: Vec<String>,
+}
+
+impl Default for RedactionConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            extra_patterns: Vec::new(),
+        }
+    }
+}
+
+/// Harness names the ingest path understands.
+pub const HARNESSES: [&str; 2] = ["codex", "claude-code"];
+
+impl Config {
+    /// Reads `path` (defaults when `None`), applies environment overrides from `env`, and validates.
+    pub fn load(path: Option<&Path>, env: &HashMap<String, String>) -> Result<Self, ConfigError> {
+        let config = Self::load_unvalidated(path, env)?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Like [`Config::load`], leaving validation to the caller (who may apply flags first).
+    pub fn load_unvalidated(
+        path: Option<&Path>,
+        env: &HashMap<String, String>,
+    ) -> Result<Self, ConfigError> {
+        let text = match path {
+            Some(path) => std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+                path: path.to_owned(),
+                source,
+            })?,
+            None => String::new(),
+        };
+        Self::from_toml_with_env(&text, env)
+    }
+
+    /// Parses TOML text and applies environment overrides.
+    pub fn from_toml_with_env(
+        text: &str,
+        env: &HashMap<String, String>,
+    ) -> Result<Self, ConfigError> {
+        let mut table: toml::Table =
+            toml::from_str(text).map_err(|e| ConfigError::Parse(e.to_string()))?;
+        apply_env_overrides(&mut table, env)?;
+        Config::deserialize(toml::Value::Table(table)).map_err(|e| ConfigError::Parse(e.to_string()))
+    }
+
+    /// Checks every value that serde cannot: addresses, ranges, paths and cross-field rules.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let server = &self.server;
+        let listen: SocketAddr = server
+            .listen
+            .parse()
+            .map_err(|e| ConfigError::invalid("server.listen", format!("{e}")))?;
+        if !server.mcp_path.starts_with('/') || server.mcp_path.len() < 2 {
+            return Err(ConfigError::invalid(
+                "server.mcp_path",
+                "must start with / and name a path",
+            ));
+        }
+        if ["/healthz", "/metrics"].contains(&server.mcp_path.as_str()) {
+            return Err(ConfigError::invalid("server.mcp_path", "collides with a built-in route"));
+        }
+        for host in &server.allowed_hosts {
+            if host.is_empty() || host.contains('/') {
+                return Err(ConfigError::invalid(
+                    "server.allowed_hosts",
+                    format!("{host:?} is not a host name"),
+                ));
+            }
+        }
+        for origin in &server.allowed_origins {
+            if !(origin.starts_with("http://") || origin.starts_with("https://")) {
+                return Err(ConfigError::invalid(
+                    "server.allowed_origins",
+                    format!("{origin:?} must be scheme://host[:port]"),
+                ));
+            }
+        }
+        positive("server.request_body_limit_bytes", server.request_body_limit_bytes)?;
+        positive("server.request_timeout_secs", server.request_timeout_secs)?;
+        let mut names = std::collections::HashSet::new();
+        for token in &self.auth.tokens {
+            if token.name.trim().is_empty() {
+                return Err(ConfigError::invalid("auth.tokens", "every token needs a name"));
+            }
+            if !names.insert(token.name.as_str()) {
+                return Err(ConfigError::invalid(
+                    "auth.tokens",
+                    format!("token name {:?} is used twice", token.name),
+                ));
+            }
+            if token.token.len() < 16 {
+                return Err(ConfigError::invalid(
+                    "auth.tokens",
+                    format!("token {:?} is shorter than 16 characters", token.name),
+                ));
+            }
+        }
+        if !listen.ip().is_loopback() && self.auth.tokens.is_empty() && !server.allow_unauthenticated
+        {
+            return Err(ConfigError::invalid(
+                "server.listen",
+                format!(
+                    "{listen} is not a loopback address and auth.tokens is empty; \
+                     configure tokens or set server.allow_unauthenticated = true"
+                ),
+            ));
+        }
+
+        let ch = &self.clickhouse;
+        if !(ch.url.starts_with("http://") || ch.url.starts_with("https://")) {
+            return Err(ConfigError::invalid("clickhouse.url", "must be an http:// or https:// URL"));
+        }
+        if ch.database.is_empty()
+            || !ch.database.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        {
+            return Err(ConfigError::invalid(
+                "clickhouse.database",
+                "must be a non-empty name of letters, digits and _",
+            ));
+        }
+        positive("clickhouse.connect_timeout_ms", ch.connect_timeout_ms)?;
+        positive("clickhouse.query_timeout_ms", ch.query_timeout_ms)?;
+        positive("clickhouse.health_timeout_ms", ch.health_timeout_ms)?;
+        if !(1..=1024).contains(&ch.max_concurrent_queries) {
+            return Err(ConfigError::invalid(
+                "clickhouse.max_concurrent_queries",
+                "must be between 1 and 1024",
+            ));
+        }
+
+        let tools = &self.tools;
+        positive("tools.search_deadline_ms", tools.search_deadline_ms)?;
+        positive("tools.list_deadline_ms", tools.list_deadline_ms)?;
+        positive("tools.open_deadline_ms", tools.open_deadline_ms)?;
+        if !(1..=256).contains(&tools.max_query_terms) {
+            return Err(ConfigError::invalid("tools.max_query_terms", "must be between 1 and 256"));
+        }
+        if !(40..=4000).contains(&tools.snippet_chars) {
+            return Err(ConfigError::invalid("tools.snippet_chars", "must be between 40 and 4000"));
+        }
+        if !(20..=4000).contains(&tools.preview_chars) {
+            return Err(ConfigError::invalid("tools.preview_chars", "must be between 20 and 4000"));
+        }
+
+        let bm25 = &self.bm25;
+        if !(bm25.k1.is_finite() && (0.0..=10.0).contains(&bm25.k1)) {
+            return Err(ConfigError::invalid("bm25.k1", "must be between 0 and 10"));
+        }
+        if !(bm25.b.is_finite() && (0.0..=1.0).contains(&bm25.b)) {
+            return Err(ConfigError::invalid("bm25.b", "must be between 0 and 1"));
+        }
+        for (key, value) in [
+            ("sla.search_100k", self.sla.search_100k),
+            ("sla.search_500k", self.sla.search_500k),
+            ("sla.search_1m", self.sla.search_1m),
+            ("sla.search_within_turn", self.sla.search_within_turn),
+            ("sla.search_within_session", self.sla.search_within_session),
+            ("sla.list_typical", self.sla.list_typical),
+            ("sla.list_broad", self.sla.list_broad),
+            ("sla.list_broad_mode", self.sla.list_broad_mode),
+            ("sla.open_event", self.sla.open_event),
+            ("sla.open_turn", self.sla.open_turn),
+            ("sla.open_session_100", self.sla.open_session_100),
+            ("sla.open_session_1000", self.sla.open_session_1000),
+        ] {
+            positive(key, value)?;
+        }
+
+        let telemetry = &self.telemetry;
+        if !["text", "json"].contains(&telemetry.log_format.as_str()) {
+            return Err(ConfigError::invalid("telemetry.log_format", "must be \"text\" or \"json\""));
+        }
+        if tracing_subscriber::EnvFilter::try_new(&telemetry.log_level).is_err() {
+            return Err(ConfigError::invalid("telemetry.log_level", "is not a valid tracing filter"));
+        }
+        if !telemetry.otlp_endpoint.is_empty()
+            && !(telemetry.otlp_endpoint.starts_with("http://")
+                || telemetry.otlp_endpoint.starts_with("https://"))
+        {
+            return Err(ConfigError::invalid(
+                "telemetry.otlp_endpoint",
+                "must be an http:// or https:// URL, or empty",
+            ));
+        }
+
+        if self.embedded.data_dir.trim().is_empty() {
+            return Err(ConfigError::invalid("embedded.data_dir", "must not be empty"));
+        }
+        if self.embedded.port == 0 {
+            return Err(ConfigError::invalid("embedded.port", "must not be 0"));
+        }
+
+        let ingest = &self.ingest;
+        if !(100..=1_000_000).contains(&ingest.batch_events) {
+            return Err(ConfigError::invalid(
+                "ingest.batch_events",
+                "must be between 100 and 1000000",
+            ));
+        }
+        if ingest.max_indexed_bytes < 1024 {
+            return Err(ConfigError::invalid("ingest.max_indexed_bytes", "must be at least 1024"));
+        }
+        for source in &ingest.sources {
+            if !HARNESSES.contains(&source.harness.as_str()) {
+                return Err(ConfigError::invalid(
+                    "ingest.sources",
+                    format!(
+                        "source {:?}: harness {:?} is not one of {HARNESSES:?}",
+                        source.name, source.harness
+                    ),
+                ));
+            }
+            if source.name.trim().is_empty() || source.glob.trim().is_empty() {
+                return Err(ConfigError::invalid(
+                    "ingest.sources",
+                    "every source needs a name and a glob",
+                ));
+            }
+        }
+        for pattern in &ingest.redaction.extra_patterns {
+            if let Err(e) = regex::Regex::new(pattern) {
+                return Err(ConfigError::invalid(
+                    "ingest.redaction.extra_patterns",
+                    format!("{pattern:?}: {e}"),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn positive(key: &str, value: u64) -> Result<(), ConfigError> {
+    if value == 0 {
+        return Err(ConfigError::invalid(key, "must be greater than 0"));
+    }
+    Ok(())
+}
+
+/// Expands a leading `~/` to the home directory.
+pub fn expand_home(path: &str) -> PathBuf {
+    if let Some(rest) = path.strip_prefix("~/") {
+        if let Some(home) = std::env::var_os("HOME") {
+            return PathBuf::from(home).join(rest);
+        }
+    }
+    PathBuf::from(path)
+}
+
+/// Applies `MORAINE_MCP_<SECTION>__<KEY>` variables onto the parsed file.
+///
+/// A setting's type is taken from its default: string settings take the value verbatim (so a
+/// password that looks like a number stays a string); every other setting parses it as TOML.
+fn apply_env_overrides(
+    table: &mut toml::Table,
+    env: &HashMap<String, String>,
+) -> Result<(), ConfigError> {
+    let defaults = toml::Table::try_from(Config::default())
+        .map_err(|e| ConfigError::Parse(format!("cannot serialise defaults: {e}")))?;
+    let mut vars: Vec<_> = env
+        .iter()
+        .filter(|(name, _)| name.starts_with(ENV_PREFIX) && name.contains("__"))
+        .collect();
+    vars.sort();
+    for (var, raw) in vars {
+        let path: Vec<String> = var[ENV_PREFIX.len()..]
+            .split("__")
+            .map(|part| part.to_ascii_lowercase())
+            .collect();
+        let env_error = |message: String| ConfigError::Env {
+            var: var.clone(),
+            message,
+        };
+        let default = lookup(&defaults, &path)
+            .ok_or_else(|| env_error(format!("there is no setting {}", path.join("."))))?;
+        let value = match default {
+            toml::Value::String(_) => toml::Value::String(raw.clone()),
+            _ => parse_toml_value(raw)
+                .map_err(|e| env_error(format!("{raw:?} is not a valid value: {e}")))?,
+        };
+        insert(table, &path, value).map_err(env_error)?;
+    }
+    Ok(())
+}
+
+fn lookup<'a>(table: &'a toml::Table, path: &[String]) -> Option<&'a toml::Value> {
+    let (first, rest) = path.split_first()?;
+    let value = table.get(first)?;
+    if rest.is_empty() {
+        return Some(value);
+    }
+    lookup(value.as_table()?, rest)
+}
+
+fn insert(table: &mut toml::Table, path: &[String], value: toml::Value) -> Result<(), String> {
+    let (first, rest) = path.split_first().ok_or("empty setting path")?;
+    if rest.is_empty() {
+        table.insert(first.clone(), value);
+        return Ok(());
+    }
+    let entry = table
+        .entry(first.clone())
+        .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+    let sub = entry
+        .as_table_mut()
+        .ok_or_else(|| format!("{first} is not a section"))?;
+    insert(sub, rest, value)
+}
+
+fn parse_toml_value(raw: &str) -> Result<toml::Value, String> {
+    let wrapped: toml::Table = toml::from_str(&format!("v = {raw}")).map_err(|e| e.message().to_owned())?;
+    wrapped.get("v").cloned().ok_or_else(|| "no value".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn test_shipped_file_equals_defaults() {
+        let text = include_str!("../config/moraine-mcp.toml");
+        let parsed = Config::from_toml_with_env(text, &HashMap::new()).unwrap();
+        assert_eq!(parsed, Config::default());
+        parsed.validate().unwrap();
+    }
+
+    #[test]
+    fn test_every_default_is_documented_in_the_shipped_file() {
+        let text = include_str!("../config/moraine-mcp.toml");
+        let file: toml::Table = toml::from_str(text).unwrap();
+        let defaults = toml::Table::try_from(Config::default()).unwrap();
+        for (section, value) in &defaults {
+            for key in value.as_table().unwrap().keys() {
+                let present = file
+                    .get(section)
+                    .and_then(|s| s.as_table())
+                    .is_some_and(|s| s.contains_key(key));
+                assert!(present, "{section}.{key} is missing from config/moraine-mcp.toml");
+            }
+        }
+    }
+
+    #[test]
+    fn test_unknown_key_is_rejected_with_its_name() {
+        let err = Config::from_toml_with_env("[server]\nlisten_adress = \"x\"\n", &HashMap::new())
+            .unwrap_err();
+        assert!(err.to_string().contains("listen_adress"), "{err}");
+        let err = Config::from_toml_with_env("[sever]\n", &HashMap::new()).unwrap_err();
+        assert!(err.to_string().contains("sever"), "{err}");
+    }
+
+    #[test]
+    fn test_env_overrides_keep_string_types() {
+        let config = Config::from_toml_with_env(
+            "",
+            &env(&[
+                ("MORAINE_MCP_CLICKHOUSE__PASSWORD", "123456"),
+                ("MORAINE_MCP_CLICKHOUSE__MAX_CONCURRENT_QUERIES", "3"),
+                ("MORAINE_MCP_SERVER__ALLOWED_HOSTS", "[\"moraine\"]"),
+                ("MORAINE_MCP_AUTH__TOKENS", "[{name = \"ci\", token = \"0123456789abcdef\"}]"),
+                ("UNRELATED", "x"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(config.clickhouse.password, "123456");
+        assert_eq!(config.clickhouse.max_concurrent_queries, 3);
+        assert_eq!(config.server.allowed_hosts, vec!["moraine".to_owned()]);
+        assert_eq!(config.auth.tokens[0].name, "ci");
+    }
+
+    #[test]
+    fn test_unknown_env_override_names_the_variable() {
+        let err =
+            Config::from_toml_with_env("", &env(&[("MORAINE_MCP_SERVER__LISTNE", "x")])).unwrap_err();
+        assert!(err.to_string().contains("MORAINE_MCP_SERVER__LISTNE"), "{err}");
+        let err = Config::from_toml_with_env(
+            "",
+            &env(&[("MORAINE_MCP_CLICKHOUSE__MAX_CONCURRENT_QUERIES", "many")]),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("MAX_CONCURRENT_QUERIES"), "{err}");
+    }
+
+    #[test]
+    fn test_validation_names_the_key() {
+        let mut config = Config::default();
+        config.bm25.b = 2.0;
+        assert!(config.validate().unwrap_err().to_string().contains("bm25.b"));
+
+        let mut config = Config::default();
+        config.server.listen = "0.0.0.0:8080".into();
+        assert!(config.validate().unwrap_err().to_string().contains("server.listen"));
+        config.server.allow_unauthenticated = true;
+        config.validate().unwrap();
+
+        let mut config = Config::default();
+        config.auth.tokens.push(TokenConfig {
+            name: "short".into(),
+            token: "abc".into(),
+        });
+        assert!(config.validate().unwrap_err().to_string().contains("auth.tokens"));
+
+        let mut config = Config::default();
+        config.ingest.sources[0].harness = "vim".into();
+        assert!(config.validate().unwrap_err().to_string().contains("ingest.sources"));
+    }
+
+    #[test]
+    fn test_token_is_never_debug_printed() {
+        let token = TokenConfig {
+            name: "laptop".into(),
+            token: "super-secret-token-value".into(),
+        };
+        assert!(!format!("{token:?}").contains("super-secret"));
+    }
+}

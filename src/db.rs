@@ -1,0 +1,308 @@
+//! The ClickHouse handle shared by every MCP session and by ingest.
+//!
+//! One `clickhouse::Client` (one HTTP connection pool) sits behind a `deadpool` pool of query
+//! slots: a query first takes a slot, and a caller that cannot get one within the queue timeout
+//! gets [`DbError::Busy`]. Tool queries run read-only with a server-side time limit taken from
+//! the caller's deadline. Values always travel as server-side parameters (`{name:Type}`).
+
+use std::time::{Duration, Instant};
+
+use deadpool::managed::{self, Metrics as PoolMetrics, Pool, RecycleResult};
+use serde::Serialize;
+
+use crate::config::ClickHouseConfig;
+use crate::metrics::Metrics;
+
+/// A failure talking to ClickHouse, classified the way callers must react to it.
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    #[error("all query slots are busy")]
+    Busy,
+    #[error("the query ran past its deadline")]
+    Deadline,
+    #[error("clickhouse is unreachable: {0}")]
+    Unavailable(String),
+    #[error("clickhouse hit a resource limit: {0}")]
+    ResourceExhausted(String),
+    #[error("clickhouse rejected the query: {0}")]
+    Server(String),
+    #[error("unexpected clickhouse response: {0}")]
+    Protocol(String),
+}
+
+impl DbError {
+    /// A short label for metrics.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Busy => "busy",
+            Self::Deadline => "deadline",
+            Self::Unavailable(_) => "unavailable",
+            Self::ResourceExhausted(_) => "resource_exhausted",
+            Self::Server(_) => "server",
+            Self::Protocol(_) => "protocol",
+        }
+    }
+
+    /// Classifies a client error by transport failure or server exception code.
+    pub fn from_clickhouse(error: clickhouse::error::Error) -> Self {
+        use clickhouse::error::Error;
+        match error {
+            Error::Network(e) => Self::Unavailable(e.to_string()),
+            Error::TimedOut => Self::Deadline,
+            Error::BadResponse(message) => {
+                let first_line = message.lines().next().unwrap_or("").to_owned();
+                match server_code(&message) {
+                    // TIMEOUT_EXCEEDED, QUERY_WAS_CANCELLED
+                    Some(159 | 394) => Self::Deadline,
+                    // TOO_MANY_SIMULTANEOUS_QUERIES
+                    Some(202) => Self::Busy,
+                    // MEMORY_LIMIT_EXCEEDED, TOO_MANY_ROWS, TOO_MANY_BYTES, TOO_MANY_ROWS_OR_BYTES
+                    Some(241 | 158 | 307 | 396) => Self::ResourceExhausted(first_line),
+                    None if message.starts_with("5") || message.starts_with("4") => Self::Unavailable(first_line),
+                    _ => Self::Server(first_line),
+                }
+            }
+            other => Self::Protocol(other.to_string()),
+        }
+    }
+}
+
+/// The exception code in a ClickHouse error text (`Code: 60. DB::Exception: …`).
+fn server_code(message: &str) -> Option<u32> {
+    let at = message.find("Code: ")?;
+    let digits: String = message[at + 6..].chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
+/// Permission to run one query. The client's HTTP pool has no bound on connections, so the
+/// number of these is what bounds concurrent queries (and sockets) against ClickHouse.
+#[derive(Debug)]
+pub struct QuerySlot;
+
+/// Creates query slots; they hold no connection state, so recycling always succeeds.
+struct Slots;
+
+impl managed::Manager for Slots {
+    type Type = QuerySlot;
+    type Error = std::convert::Infallible;
+
+    async fn create(&self) -> Result<QuerySlot, Self::Error> {
+        Ok(QuerySlot)
+    }
+
+    async fn recycle(&self, _slot: &mut QuerySlot, _metrics: &PoolMetrics) -> RecycleResult<Self::Error> {
+        Ok(())
+    }
+}
+
+/// The shared ClickHouse handle. Cheap to clone.
+#[derive(Clone)]
+pub struct Db {
+    client: clickhouse::Client,
+    slots: Pool<Slots>,
+    queue_timeout: Duration,
+    query_timeout: Duration,
+    metrics: Metrics,
+    database: String,
+}
+
+impl Db {
+    /// Builds the client and the slot pool. Connects lazily.
+    pub fn new(config: &ClickHouseConfig, metrics: Metrics) -> Self {
+        let client = base_client(config).with_database(&config.database);
+        let slots = Pool::builder(Slots)
+            .max_size(config.max_concurrent_queries)
+            .wait_timeout(Some(Duration::from_millis(config.queue_timeout_ms)))
+            .runtime(deadpool::Runtime::Tokio1)
+            .build()
+            .expect("a runtime is set");
+        Self {
+            client,
+            slots,
+            queue_timeout: Duration::from_millis(config.queue_timeout_ms),
+            query_timeout: Duration::from_millis(config.query_timeout_ms),
+            metrics,
+            database: config.database.clone(),
+        }
+    }
+
+    pub fn database(&self) -> &str {
+        &self.database
+    }
+
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// The client, for writers (ingest) that manage their own batching.
+    pub fn client(&self) -> &clickhouse::Client {
+        &self.client
+    }
+
+    /// Publishes the slot pool's state to the metrics (called when `/metrics` is scraped).
+    pub fn export_pool_status(&self) {
+        self.metrics.set_pool(self.slots.status());
+    }
+
+    /// Starts a read-only query named `name` (its label in metrics).
+    pub fn read(&self, name: &'static str, sql: &str) -> Query {
+        Query {
+            name,
+            inner: self.client.query(sql).with_setting("readonly", "2"),
+        }
+    }
+
+    /// Starts a statement that may write (DDL, DELETE, INSERT … SELECT).
+    pub fn write(&self, name: &'static str, sql: &str) -> Query {
+        Query {
+            name,
+            inner: self.client.query(sql),
+        }
+    }
+
+    /// The deadline of a query with no caller deadline: now plus the configured query timeout.
+    pub fn default_deadline(&self) -> Instant {
+        Instant::now() + self.query_timeout
+    }
+
+    /// Runs one query under a slot, the deadline and the metrics.
+    async fn run<T>(
+        &self,
+        name: &'static str,
+        deadline: Instant,
+        query: impl std::future::Future<Output = Result<T, clickhouse::error::Error>>,
+    ) -> Result<T, DbError> {
+        let started = Instant::now();
+        let remaining = deadline.saturating_duration_since(started);
+        if remaining.is_zero() {
+            return Err(DbError::Deadline);
+        }
+        let mut timeouts = managed::Timeouts::new();
+        timeouts.wait = Some(self.queue_timeout.min(remaining));
+        let _slot = match self.slots.timeout_get(&timeouts).await {
+            Ok(slot) => slot,
+            Err(managed::PoolError::Timeout(_)) if Instant::now() >= deadline => return Err(DbError::Deadline),
+            Err(managed::PoolError::Timeout(_)) => {
+                self.metrics.observe_query(name, started.elapsed().as_secs_f64(), Some("busy"));
+                return Err(DbError::Busy);
+            }
+            Err(e) => return Err(DbError::Protocol(e.to_string())),
+        };
+        let _in_flight = self.metrics.query_in_flight();
+        let result = match tokio::time::timeout_at(deadline.into(), query).await {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(e)) => Err(DbError::from_clickhouse(e)),
+            Err(_) => Err(DbError::Deadline),
+        };
+        let kind = result.as_ref().err().map(DbError::kind);
+        self.metrics.observe_query(name, started.elapsed().as_secs_f64(), kind);
+        result
+    }
+
+    /// `SELECT 1` within `timeout`, without taking a slot (health checks must not queue).
+    pub async fn ping(&self, timeout: Duration) -> Result<(), DbError> {
+        let query = self.client.query("SELECT 1").with_setting("readonly", "2");
+        match tokio::time::timeout(timeout, query.fetch_one::<u8>()).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(DbError::from_clickhouse(e)),
+            Err(_) => Err(DbError::Deadline),
+        }
+    }
+
+    /// Pings until ClickHouse answers or `wait` has passed, backing off between attempts.
+    pub async fn wait_until_ready(&self, wait: Duration) -> Result<(), DbError> {
+        let give_up = Instant::now() + wait;
+        let mut pause = Duration::from_millis(100);
+        loop {
+            match self.ping(Duration::from_secs(2)).await {
+                Ok(()) => return Ok(()),
+                Err(e) if Instant::now() + pause >= give_up => return Err(e),
+                Err(e) => {
+                    tracing::info!(error = %e, retry_in_ms = pause.as_millis() as u64, "waiting for clickhouse");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(2));
+                }
+            }
+        }
+    }
+}
+
+/// A client with the configured URL, credentials and connect timeout, but no database.
+pub fn base_client(config: &ClickHouseConfig) -> clickhouse::Client {
+    let mut connector = hyper_util::client::legacy::connect::HttpConnector::new();
+    connector.set_connect_timeout(Some(Duration::from_millis(config.connect_timeout_ms)));
+    connector.set_keepalive(Some(Duration::from_secs(60)));
+    connector.set_nodelay(true);
+    let http = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .pool_idle_timeout(Duration::from_secs(2))
+        .pool_max_idle_per_host(config.max_concurrent_queries.max(4))
+        .build(connector);
+    clickhouse::Client::with_http_client(http)
+        .with_url(&config.url)
+        .with_user(&config.user)
+        .with_password(&config.password)
+}
+
+/// A query being built: its metrics name and the client query.
+pub struct Query {
+    name: &'static str,
+    inner: clickhouse::query::Query,
+}
+
+impl Query {
+    /// Binds a server-side parameter `{name:Type}`.
+    pub fn param(mut self, name: &str, value: impl Serialize) -> Self {
+        self.inner = self.inner.param(name, value);
+        self
+    }
+
+    pub fn setting(mut self, name: &str, value: impl Into<String>) -> Self {
+        self.inner = self.inner.with_setting(name, value.into());
+        self
+    }
+
+    /// Fetches every row, within `deadline`.
+    pub async fn fetch_all<T>(self, db: &Db, deadline: Instant) -> Result<Vec<T>, DbError>
+    where
+        T: clickhouse::RowOwned + clickhouse::RowRead,
+    {
+        let query = with_time_limit(self.inner, deadline);
+        db.run(self.name, deadline, query.fetch_all::<T>()).await
+    }
+
+    /// Fetches at most one row, within `deadline`.
+    pub async fn fetch_optional<T>(self, db: &Db, deadline: Instant) -> Result<Option<T>, DbError>
+    where
+        T: clickhouse::RowOwned + clickhouse::RowRead,
+    {
+        let query = with_time_limit(self.inner, deadline);
+        db.run(self.name, deadline, query.fetch_optional::<T>()).await
+    }
+
+    /// Runs a statement, within `deadline`.
+    pub async fn execute(self, db: &Db, deadline: Instant) -> Result<(), DbError> {
+        let query = with_time_limit(self.inner, deadline);
+        db.run(self.name, deadline, query.execute()).await
+    }
+}
+
+/// Makes ClickHouse stop the query at the deadline too, so an abandoned query frees the server.
+fn with_time_limit(query: clickhouse::query::Query, deadline: Instant) -> clickhouse::query::Query {
+    let seconds = deadline.saturating_duration_since(Instant::now()).as_secs_f64().max(0.001);
+    query.with_setting("max_execution_time", format!("{seconds:.3}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_errors_are_classified_by_code() {
+        let bad = |m: &str| DbError::from_clickhouse(clickhouse::error::Error::BadResponse(m.into()));
+        assert!(matches!(bad("Code: 159. DB::Exception: Timeout exceeded"), DbError::Deadline));
+        assert!(matches!(bad("Code: 241. DB::Exception: Memory limit"), DbError::ResourceExhausted(_)));
+        assert!(matches!(bad("Code: 60. DB::Exception: Table x does not exist"), DbError::Server(_)));
+        assert!(matches!(bad("503 Service Unavailable"), DbError::Unavailable(_)));
+        assert_eq!(server_code("x Code: 202. y"), Some(202));
+    }
+}

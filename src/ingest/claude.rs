@@ -1,0 +1,340 @@
+//! Claude Code transcripts (`~/.claude/projects/<project>/<session>.jsonl`) normalised into draft
+//! events, one per content block.
+//!
+//! A turn starts at a user record typed by the user: not a tool result, not an `isMeta` caveat,
+//! not a compaction summary, not a sub-agent (`isSidechain`) prompt, not an interruption marker.
+//! A turn ends at an assistant message with a final stop reason, at an interruption marker, or
+//! at an API-error record. Sub-agent files (`…/subagents/agent-*.jsonl`) are sessions of their
+//! own, in which the sub-agent's prompts do start turns.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::adapter::{AdapterOutput, ToolNames};
+use super::draft::{Draft, Ending, SelfTools, content_text, exit_code_in_text, is_web_search, parse_ts, render_call};
+use crate::vocab::EventType;
+
+/// User text that is the harness talking, not the user.
+const HARNESS_OUTPUT_PREFIXES: &[&str] = &[
+    "<local-command-stdout>",
+    "<local-command-stderr>",
+    "<local-command-caveat>",
+    "<bash-stdout>",
+    "<bash-stderr>",
+    "<system-reminder>",
+];
+
+/// Stop reasons that end the agent's turn (a final answer or another stop condition).
+const FINAL_STOP_REASONS: &[&str] = &["end_turn", "stop_sequence", "max_tokens", "refusal"];
+
+/// Adapter state carried across runs in the checkpoint.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ClaudeState {
+    model: String,
+    tools: ToolNames,
+}
+
+pub struct Claude<'a> {
+    pub state: ClaudeState,
+    pub self_tools: &'a SelfTools,
+    /// This file is a sub-agent's own transcript.
+    pub subagent_file: bool,
+}
+
+impl Claude<'_> {
+    /// Normalises one record.
+    pub fn read(&mut self, record: &Value, raw: &str, out: &mut AdapterOutput) {
+        let ts = parse_ts(record.get("timestamp"));
+        if let Some(cwd) = record.get("cwd").and_then(Value::as_str) {
+            out.cwd = Some(cwd.to_owned());
+        }
+        let sidechain = record.get("isSidechain").and_then(Value::as_bool).unwrap_or(false) && !self.subagent_file;
+        let kind = record.get("type").and_then(Value::as_str).unwrap_or("");
+        let mut drafts = Vec::new();
+        match kind {
+            "user" => self.user(record, ts, raw, &mut drafts),
+            "assistant" => self.assistant(record, ts, raw, &mut drafts),
+            "system" => {
+                let subtype = record.get("subtype").and_then(Value::as_str).unwrap_or("");
+                let text = record
+                    .get("content")
+                    .map(content_text)
+                    .unwrap_or_default();
+                let event_type = if subtype == "compact_boundary" {
+                    EventType::Compaction
+                } else {
+                    EventType::System
+                };
+                let text = if text.is_empty() { subtype.replace('_', " ") } else { text };
+                drafts.push(Draft::new(event_type, ts, text, raw.to_owned()));
+            }
+            "summary" => {
+                if let Some(summary) = record.get("summary").and_then(Value::as_str) {
+                    out.title = Some(summary.to_owned());
+                    out.summary = Some(summary.to_owned());
+                }
+            }
+            "custom-title" | "ai-title" => {
+                let title = ["customTitle", "title", "aiTitle"]
+                    .iter()
+                    .find_map(|k| record.get(*k).and_then(Value::as_str));
+                if let Some(title) = title {
+                    out.title = Some(title.to_owned());
+                }
+            }
+            "progress" | "file-history-snapshot" | "attachment" | "last-prompt" => {
+                drafts.push(Draft::new(EventType::System, ts, kind.replace('-', " "), raw.to_owned()));
+            }
+            "queue-operation" => {
+                let text = record.get("content").map(content_text).unwrap_or_default();
+                drafts.push(Draft::new(EventType::Runtime, ts, text, raw.to_owned()));
+            }
+            _ => drafts.push(Draft::new(EventType::Unknown, ts, String::new(), raw.to_owned())),
+        }
+        for mut draft in drafts {
+            if sidechain {
+                draft.sidechain = true;
+                draft.starts_turn = false;
+                draft.ending = None;
+            }
+            out.drafts.push(draft);
+        }
+    }
+
+    fn user(&mut self, record: &Value, ts: Option<i64>, raw: &str, drafts: &mut Vec<Draft>) {
+        let flag = |k: &str| record.get(k).and_then(Value::as_bool).unwrap_or(false);
+        let content = record.get("message").and_then(|m| m.get("content")).unwrap_or(&Value::Null);
+        let blocks: Vec<Value> = match content {
+            Value::Array(blocks) => blocks.clone(),
+            Value::String(s) => vec![serde_json::json!({"type": "text", "text": s})],
+            _ => Vec::new(),
+        };
+        let single = blocks.len() == 1;
+        for (index, block) in blocks.iter().enumerate() {
+            let raw = if single { raw.to_owned() } else { narrow(record, index) };
+            match block.get("type").and_then(Value::as_str).unwrap_or("") {
+                "tool_result" => {
+                    let call_id = block.get("tool_use_id").and_then(Value::as_str).unwrap_or("").to_owned();
+                    let text = block.get("content").map(content_text).unwrap_or_default();
+                    let mut draft = Draft::new(EventType::ToolResponse, ts, text, raw);
+                    draft.is_error = block.get("is_error").and_then(Value::as_bool).unwrap_or(false);
+                    draft.exit_code = exit_code_in_text(&draft.text).or(if draft.is_error { None } else { Some(0) })
+                        .filter(|_| self.is_command_tool(&call_id));
+                    if let Some((name, is_self)) = self.state.tools.lookup(&call_id) {
+                        draft.tool_name = name;
+                        draft.self_tool = is_self;
+                    }
+                    draft.tool_call_id = call_id;
+                    drafts.push(draft);
+                }
+                "text" => {
+                    let text = block.get("text").and_then(Value::as_str).unwrap_or("").to_owned();
+                    let head = text.trim_start();
+                    let mut draft;
+                    if head.starts_with("[Request interrupted by user") {
+                        draft = Draft::new(EventType::Runtime, ts, text, raw);
+                        draft.ending = Some(Ending::Interrupted);
+                    } else if flag("isCompactSummary") {
+                        draft = Draft::new(EventType::Compaction, ts, text, raw);
+                    } else if flag("isMeta") || HARNESS_OUTPUT_PREFIXES.iter().any(|p| head.starts_with(p)) {
+                        draft = Draft::new(EventType::System, ts, text, raw);
+                    } else {
+                        draft = Draft::new(EventType::UserInput, ts, text, raw);
+                        draft.starts_turn = true;
+                    }
+                    drafts.push(draft);
+                }
+                other => {
+                    // Images and documents the user attached are part of their input.
+                    let mut draft = Draft::new(EventType::UserInput, ts, format!("[{other}]"), raw);
+                    draft.starts_turn = !flag("isMeta");
+                    drafts.push(draft);
+                }
+            }
+        }
+    }
+
+    fn assistant(&mut self, record: &Value, ts: Option<i64>, raw: &str, drafts: &mut Vec<Draft>) {
+        let message = record.get("message").unwrap_or(&Value::Null);
+        if let Some(model) = message.get("model").and_then(Value::as_str) {
+            if model != "<synthetic>" {
+                self.state.model = model.to_owned();
+            }
+        }
+        let model = self.state.model.clone();
+        let content = message.get("content").unwrap_or(&Value::Null);
+        if record.get("isApiErrorMessage").and_then(Value::as_bool).unwrap_or(false) {
+            let mut draft = Draft::new(EventType::Runtime, ts, content_text(content), raw.to_owned());
+            draft.is_error = true;
+            draft.ending = Some(Ending::Failed);
+            drafts.push(draft);
+            return;
+        }
+        let blocks: Vec<Value> = match content {
+            Value::Array(blocks) => blocks.clone(),
+            Value::String(s) => vec![serde_json::json!({"type": "text", "text": s})],
+            _ => Vec::new(),
+        };
+        let single = blocks.len() == 1;
+        let first = drafts.len();
+        for (index, block) in blocks.iter().enumerate() {
+            let raw = if single { raw.to_owned() } else { narrow(record, index) };
+            let block_type = block.get("type").and_then(Value::as_str).unwrap_or("");
+            let mut draft = match block_type {
+                "text" => Draft::new(
+                    EventType::AssistantResponse,
+                    ts,
+                    block.get("text").and_then(Value::as_str).unwrap_or("").to_owned(),
+                    raw,
+                ),
+                "thinking" => Draft::new(
+                    EventType::Reasoning,
+                    ts,
+                    block.get("thinking").and_then(Value::as_str).unwrap_or("").to_owned(),
+                    raw,
+                ),
+                "redacted_thinking" => Draft::new(EventType::Reasoning, ts, String::new(), raw),
+                "tool_use" | "server_tool_use" | "mcp_tool_use" => {
+                    let name = block.get("name").and_then(Value::as_str).unwrap_or("").to_owned();
+                    let input = block.get("input").cloned().unwrap_or(Value::Null);
+                    let call_id = block.get("id").and_then(Value::as_str).unwrap_or("").to_owned();
+                    let mut draft = Draft::new(EventType::ToolCall, ts, render_call(&name, &input), raw);
+                    draft.self_tool = self.self_tools.matches(&name);
+                    draft.web_search = is_web_search(&name);
+                    draft.arguments = input.to_string();
+                    self.state.tools.remember(&call_id, &name, draft.self_tool);
+                    draft.tool_call_id = call_id;
+                    draft.tool_name = name;
+                    draft
+                }
+                "web_search_tool_result" | "mcp_tool_result" | "web_fetch_tool_result" => {
+                    let call_id = block.get("tool_use_id").and_then(Value::as_str).unwrap_or("").to_owned();
+                    let text = search_result_text(block.get("content").unwrap_or(&Value::Null));
+                    let mut draft = Draft::new(EventType::ToolResponse, ts, text, raw);
+                    if let Some((name, is_self)) = self.state.tools.lookup(&call_id) {
+                        draft.tool_name = name;
+                        draft.self_tool = is_self;
+                    }
+                    draft.tool_call_id = call_id;
+                    draft
+                }
+                _ => Draft::new(EventType::Unknown, ts, String::new(), raw),
+            };
+            if draft.event_type != EventType::ToolCall && draft.event_type != EventType::ToolResponse {
+                draft.model = model.clone();
+            }
+            drafts.push(draft);
+        }
+        let stop = message.get("stop_reason").and_then(Value::as_str).unwrap_or("");
+        if FINAL_STOP_REASONS.contains(&stop) && drafts.len() > first {
+            drafts.last_mut().expect("checked above").ending = Some(Ending::Completed);
+        }
+    }
+
+    /// Tools whose results carry a process exit status.
+    fn is_command_tool(&self, call_id: &str) -> bool {
+        self.state
+            .tools
+            .lookup(call_id)
+            .is_some_and(|(name, _)| matches!(name.as_str(), "Bash" | "BashOutput" | "KillShell"))
+    }
+}
+
+/// The record with `message.content` narrowed to one block: the raw source of one event.
+fn narrow(record: &Value, index: usize) -> String {
+    let mut copy = record.clone();
+    if let Some(content) = copy.get_mut("message").and_then(|m| m.get_mut("content")) {
+        if let Value::Array(blocks) = content {
+            let block = blocks.get(index).cloned().unwrap_or(Value::Null);
+            *content = Value::Array(vec![block]);
+        }
+    }
+    copy.to_string()
+}
+
+/// Titles, URLs and text of server-side search results.
+fn search_result_text(content: &Value) -> String {
+    match content {
+        Value::Array(items) => items
+            .iter()
+            .map(|item| {
+                let fields: Vec<&str> = ["title", "url", "text"]
+                    .iter()
+                    .filter_map(|k| item.get(*k).and_then(Value::as_str))
+                    .collect();
+                fields.join(" ")
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        other => content_text(other),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn read_all(lines: &[Value], subagent_file: bool) -> (Vec<Draft>, AdapterOutput) {
+        let tools = SelfTools::new(&["moraine".into()]);
+        let mut claude = Claude {
+            state: ClaudeState::default(),
+            self_tools: &tools,
+            subagent_file,
+        };
+        let mut out = AdapterOutput::default();
+        for line in lines {
+            claude.read(line, &line.to_string(), &mut out);
+        }
+        (std::mem::take(&mut out.drafts), out)
+    }
+
+    #[test]
+    fn test_turn_starts_and_endings() {
+        let (drafts, out) = read_all(
+            &[
+                json!({"type":"summary","summary":"Fix login bug","leafUuid":"x"}),
+                json!({"type":"user","isMeta":true,"timestamp":"2026-01-01T00:00:00Z","message":{"role":"user","content":"<local-command-caveat>x</local-command-caveat>"}}),
+                json!({"type":"user","timestamp":"2026-01-01T00:00:01Z","message":{"role":"user","content":"fix login"}}),
+                json!({"type":"assistant","timestamp":"2026-01-01T00:00:02Z","message":{"model":"claude-x","content":[{"type":"thinking","thinking":"hmm"},{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"npm test"}}],"stop_reason":"tool_use"}}),
+                json!({"type":"user","timestamp":"2026-01-01T00:00:03Z","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"Exit code 1\nfail","is_error":true}]}}),
+                json!({"type":"user","timestamp":"2026-01-01T00:00:04Z","message":{"role":"user","content":[{"type":"text","text":"[Request interrupted by user]"}]}}),
+                json!({"type":"assistant","timestamp":"2026-01-01T00:00:05Z","message":{"content":[{"type":"text","text":"Done"}],"stop_reason":"end_turn"}}),
+            ],
+            false,
+        );
+        assert_eq!(out.title.as_deref(), Some("Fix login bug"));
+        let summary: Vec<_> = drafts.iter().map(|d| (d.event_type, d.starts_turn, d.ending)).collect();
+        assert_eq!(
+            summary,
+            [
+                (EventType::System, false, None),
+                (EventType::UserInput, true, None),
+                (EventType::Reasoning, false, None),
+                (EventType::ToolCall, false, None),
+                (EventType::ToolResponse, false, None),
+                (EventType::Runtime, false, Some(Ending::Interrupted)),
+                (EventType::AssistantResponse, false, Some(Ending::Completed)),
+            ]
+        );
+        assert_eq!(drafts[4].tool_name, "Bash");
+        assert_eq!(drafts[4].exit_code, Some(1));
+        assert_eq!(drafts[3].text, r#"Bash(command="npm test")"#);
+        // Each event of a multi-block record keeps only its own block.
+        let raw: Value = serde_json::from_str(&drafts[3].raw).unwrap();
+        assert_eq!(raw["message"]["content"].as_array().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn test_sidechain_never_starts_or_ends_parent_turns() {
+        let lines = [
+            json!({"type":"user","isSidechain":true,"timestamp":"2026-01-01T00:00:01Z","message":{"role":"user","content":"search the repo"}}),
+            json!({"type":"assistant","isSidechain":true,"timestamp":"2026-01-01T00:00:02Z","message":{"content":[{"type":"text","text":"found"}],"stop_reason":"end_turn"}}),
+        ];
+        let (drafts, _) = read_all(&lines, false);
+        assert!(drafts.iter().all(|d| d.sidechain && !d.starts_turn && d.ending.is_none()));
+        let (drafts, _) = read_all(&lines, true);
+        assert!(drafts[0].starts_turn);
+        assert_eq!(drafts[1].ending, Some(Ending::Completed));
+    }
+}

@@ -1,0 +1,411 @@
+//! Codex CLI rollout files (`~/.codex/sessions/**/rollout-*.jsonl`): records `{timestamp, type,
+//! payload}` normalised into draft events.
+//!
+//! Codex writes most messages twice: a `response_item` and an `event_msg` mirror
+//! (`user_message`, `agent_message`, `agent_reasoning`). Whichever copy comes second is dropped,
+//! matched one-to-one by text. Injected context (environment, AGENTS.md, instructions) arrives as
+//! user-role messages but is not user input. `compacted` replays old history in
+//! `replacement_history`; only its summary becomes an event, so replays never become turns.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::adapter::{AdapterOutput, ToolNames};
+use super::draft::{
+    Draft, Ending, SelfTools, content_text, exit_code_in_text, is_web_search, parse_arguments, parse_ts,
+    render_call,
+};
+use crate::vocab::EventType;
+
+/// Prefixes of user-role messages that Codex injects rather than the user typing them.
+const INJECTED_PREFIXES: &[&str] = &[
+    "<environment_context>",
+    "<user_instructions>",
+    "<INSTRUCTIONS>",
+    "<permissions instructions>",
+    "<developer_instructions>",
+    "# AGENTS.md instructions",
+    "<user_shell_command>",
+    "<turn_aborted>",
+];
+
+/// How many unmatched mirror copies are remembered.
+const MIRROR_MEMORY: usize = 64;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+enum MirrorKind {
+    User,
+    Assistant,
+    Reasoning,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+enum Copy {
+    Item,
+    EventMsg,
+}
+
+/// Adapter state carried across runs in the checkpoint.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct CodexState {
+    model: String,
+    tools: ToolNames,
+    /// Copies seen whose twin has not arrived yet: (which copy, kind, text hash).
+    pending: Vec<(Copy, MirrorKind, u64)>,
+}
+
+pub struct Codex<'a> {
+    pub state: CodexState,
+    pub self_tools: &'a SelfTools,
+}
+
+impl Codex<'_> {
+    /// Normalises one record.
+    pub fn read(&mut self, record: &Value, raw: &str, out: &mut AdapterOutput) {
+        let ts = parse_ts(record.get("timestamp"));
+        let kind = record.get("type").and_then(Value::as_str).unwrap_or("");
+        let payload = record.get("payload").unwrap_or(&Value::Null);
+        match kind {
+            "session_meta" => {
+                if let Some(cwd) = payload.get("cwd").and_then(Value::as_str) {
+                    out.cwd = Some(cwd.to_owned());
+                }
+                let text = format!(
+                    "session started in {} ({} {})",
+                    str_of(payload, "cwd"),
+                    str_of(payload, "originator"),
+                    str_of(payload, "cli_version"),
+                );
+                out.drafts.push(Draft::new(EventType::System, ts, text, raw.to_owned()));
+            }
+            "turn_context" => {
+                if let Some(model) = payload.get("model").and_then(Value::as_str) {
+                    self.state.model = model.to_owned();
+                }
+                let mut draft = Draft::new(
+                    EventType::System,
+                    ts,
+                    format!("turn context: model {}, cwd {}", str_of(payload, "model"), str_of(payload, "cwd")),
+                    raw.to_owned(),
+                );
+                draft.model = self.state.model.clone();
+                out.drafts.push(draft);
+            }
+            "response_item" => self.response_item(payload, ts, raw, out),
+            "event_msg" => self.event_msg(payload, ts, raw, out),
+            "compacted" => {
+                let text = str_of(payload, "message").to_owned();
+                out.drafts.push(Draft::new(EventType::Compaction, ts, text, raw.to_owned()));
+            }
+            // Before session_meta existed, the first line was bare metadata and items had no envelope.
+            "" if record.get("id").is_some() && record.get("instructions").is_some() => {
+                out.drafts.push(Draft::new(EventType::System, ts, "session started".into(), raw.to_owned()));
+            }
+            "message" | "reasoning" | "function_call" | "function_call_output" | "custom_tool_call"
+            | "custom_tool_call_output" | "local_shell_call" | "web_search_call" => {
+                self.response_item(record, ts, raw, out)
+            }
+            _ if record.get("record_type").is_some() => {
+                out.drafts.push(Draft::new(EventType::System, ts, String::new(), raw.to_owned()));
+            }
+            _ => out.drafts.push(Draft::new(EventType::Unknown, ts, String::new(), raw.to_owned())),
+        }
+    }
+
+    fn response_item(&mut self, item: &Value, ts: Option<i64>, raw: &str, out: &mut AdapterOutput) {
+        let kind = item.get("type").and_then(Value::as_str).unwrap_or("");
+        match kind {
+            "message" => {
+                let role = item.get("role").and_then(Value::as_str).unwrap_or("");
+                let text = content_text(item.get("content").unwrap_or(&Value::Null));
+                match role {
+                    "user" if is_injected(&text) => {
+                        out.drafts.push(Draft::new(EventType::System, ts, text, raw.to_owned()));
+                    }
+                    "user" => {
+                        if self.is_mirror(Copy::Item, MirrorKind::User, &text) {
+                            return;
+                        }
+                        let mut draft = Draft::new(EventType::UserInput, ts, text, raw.to_owned());
+                        draft.starts_turn = true;
+                        out.drafts.push(draft);
+                    }
+                    "assistant" => {
+                        if self.is_mirror(Copy::Item, MirrorKind::Assistant, &text) {
+                            return;
+                        }
+                        let mut draft = Draft::new(EventType::AssistantResponse, ts, text, raw.to_owned());
+                        draft.commentary = item.get("phase").and_then(Value::as_str) == Some("commentary");
+                        draft.model = self.state.model.clone();
+                        out.drafts.push(draft);
+                    }
+                    _ => out.drafts.push(Draft::new(EventType::System, ts, text, raw.to_owned())),
+                }
+            }
+            "reasoning" => {
+                let mut parts: Vec<String> = Vec::new();
+                for field in ["summary", "content"] {
+                    if let Some(Value::Array(items)) = item.get(field) {
+                        parts.extend(items.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).map(str::to_owned));
+                    }
+                }
+                let text = parts.join("\n\n");
+                if !parts.is_empty() && parts.iter().all(|p| self.has_pending(Copy::EventMsg, MirrorKind::Reasoning, p)) {
+                    for part in &parts {
+                        self.is_mirror(Copy::Item, MirrorKind::Reasoning, part);
+                    }
+                    return;
+                }
+                for part in &parts {
+                    self.remember(Copy::Item, MirrorKind::Reasoning, part);
+                }
+                let mut draft = Draft::new(EventType::Reasoning, ts, text, raw.to_owned());
+                draft.model = self.state.model.clone();
+                out.drafts.push(draft);
+            }
+            "function_call" | "custom_tool_call" | "local_shell_call" | "web_search_call" => {
+                let name = match kind {
+                    "web_search_call" => "web_search".to_owned(),
+                    "local_shell_call" => "local_shell".to_owned(),
+                    _ => str_of(item, "name").to_owned(),
+                };
+                let arguments = match kind {
+                    "function_call" => parse_arguments(str_of(item, "arguments")),
+                    "custom_tool_call" => json!({ "input": str_of(item, "input") }),
+                    "local_shell_call" => item.get("action").cloned().unwrap_or(Value::Null),
+                    _ => item.get("action").cloned().unwrap_or(Value::Null),
+                };
+                let call_id = item
+                    .get("call_id")
+                    .or_else(|| item.get("id"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned();
+                let text = match (kind, &arguments) {
+                    ("custom_tool_call", _) => format!("{name}\n{}", str_of(item, "input")),
+                    _ => render_call(&name, &arguments),
+                };
+                let mut draft = Draft::new(EventType::ToolCall, ts, text, raw.to_owned());
+                draft.self_tool = self.self_tools.matches(&name);
+                draft.web_search = is_web_search(&name);
+                draft.arguments = arguments.to_string();
+                draft.tool_call_id = call_id.clone();
+                draft.tool_name = name.clone();
+                self.state.tools.remember(&call_id, &name, draft.self_tool);
+                out.drafts.push(draft);
+            }
+            "function_call_output" | "custom_tool_call_output" | "local_shell_call_output" => {
+                let call_id = str_of(item, "call_id").to_owned();
+                let (text, exit_code) = tool_output(item.get("output").unwrap_or(&Value::Null));
+                let mut draft = Draft::new(EventType::ToolResponse, ts, text, raw.to_owned());
+                if let Some((name, is_self)) = self.state.tools.lookup(&call_id) {
+                    draft.tool_name = name;
+                    draft.self_tool = is_self;
+                }
+                draft.is_error = exit_code.is_some_and(|c| c != 0);
+                draft.exit_code = exit_code;
+                draft.tool_call_id = call_id;
+                out.drafts.push(draft);
+            }
+            _ => out.drafts.push(Draft::new(EventType::Unknown, ts, String::new(), raw.to_owned())),
+        }
+    }
+
+    fn event_msg(&mut self, payload: &Value, ts: Option<i64>, raw: &str, out: &mut AdapterOutput) {
+        let kind = payload.get("type").and_then(Value::as_str).unwrap_or("");
+        let runtime = |text: String| Draft::new(EventType::Runtime, ts, text, raw.to_owned());
+        match kind {
+            "user_message" => {
+                let text = str_of(payload, "message").to_owned();
+                if is_injected(&text) || self.is_mirror(Copy::EventMsg, MirrorKind::User, &text) {
+                    return;
+                }
+                let mut draft = Draft::new(EventType::UserInput, ts, text, raw.to_owned());
+                draft.starts_turn = true;
+                out.drafts.push(draft);
+            }
+            "agent_message" => {
+                let text = str_of(payload, "message").to_owned();
+                if self.is_mirror(Copy::EventMsg, MirrorKind::Assistant, &text) {
+                    return;
+                }
+                let mut draft = Draft::new(EventType::AssistantResponse, ts, text, raw.to_owned());
+                draft.model = self.state.model.clone();
+                out.drafts.push(draft);
+            }
+            "agent_reasoning" | "agent_reasoning_raw_content" => {
+                let text = str_of(payload, "text").to_owned();
+                if self.is_mirror(Copy::EventMsg, MirrorKind::Reasoning, &text) {
+                    return;
+                }
+                let mut draft = Draft::new(EventType::Reasoning, ts, text, raw.to_owned());
+                draft.model = self.state.model.clone();
+                out.drafts.push(draft);
+            }
+            "task_complete" => {
+                let mut draft = runtime("task complete".into());
+                draft.ending = Some(Ending::Completed);
+                out.drafts.push(draft);
+            }
+            "turn_aborted" => {
+                let mut draft = runtime(format!("turn aborted: {}", str_of(payload, "reason")));
+                draft.ending = Some(Ending::Interrupted);
+                out.drafts.push(draft);
+            }
+            "token_count" => out.drafts.push(Draft::new(
+                EventType::System,
+                ts,
+                token_summary(payload),
+                raw.to_owned(),
+            )),
+            "exec_command_end" => {
+                let mut draft = runtime(format!("command finished with exit code {}", payload.get("exit_code").unwrap_or(&Value::Null)));
+                draft.exit_code = payload.get("exit_code").and_then(Value::as_i64).and_then(|c| i32::try_from(c).ok());
+                out.drafts.push(draft);
+            }
+            "context_compacted" => out.drafts.push(runtime("context compacted".into())),
+            "error" | "stream_error" => {
+                let mut draft = runtime(format!("error: {}", str_of(payload, "message")));
+                draft.is_error = true;
+                out.drafts.push(draft);
+            }
+            "" => out.drafts.push(Draft::new(EventType::Unknown, ts, String::new(), raw.to_owned())),
+            other => out.drafts.push(runtime(other.replace('_', " "))),
+        }
+    }
+
+    /// True when `text` is the twin of a copy already seen (which is then consumed); otherwise
+    /// remembers this copy so its twin can be dropped later.
+    fn is_mirror(&mut self, copy: Copy, kind: MirrorKind, text: &str) -> bool {
+        let twin = match copy {
+            Copy::Item => Copy::EventMsg,
+            Copy::EventMsg => Copy::Item,
+        };
+        let hash = mirror_hash(text);
+        if let Some(at) = self.state.pending.iter().position(|&(c, k, h)| c == twin && k == kind && h == hash) {
+            self.state.pending.remove(at);
+            return true;
+        }
+        self.remember(copy, kind, text);
+        false
+    }
+
+    fn has_pending(&self, copy: Copy, kind: MirrorKind, text: &str) -> bool {
+        let hash = mirror_hash(text);
+        self.state.pending.iter().any(|&(c, k, h)| c == copy && k == kind && h == hash)
+    }
+
+    fn remember(&mut self, copy: Copy, kind: MirrorKind, text: &str) {
+        if self.state.pending.len() >= MIRROR_MEMORY {
+            self.state.pending.remove(0);
+        }
+        self.state.pending.push((copy, kind, mirror_hash(text)));
+    }
+}
+
+fn mirror_hash(text: &str) -> u64 {
+    let normalised: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    xxhash_rust::xxh3::xxh3_64(normalised.as_bytes())
+}
+
+fn is_injected(text: &str) -> bool {
+    let head = text.trim_start();
+    INJECTED_PREFIXES.iter().any(|p| head.starts_with(p))
+}
+
+fn str_of<'v>(value: &'v Value, key: &str) -> &'v str {
+    value.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+/// A tool output's text and exit code. Older Codex wrapped outputs as a JSON string
+/// `{"output": …, "metadata": {"exit_code": N}}`; newer ones write plain text headed `Exit code: N`.
+fn tool_output(output: &Value) -> (String, Option<i32>) {
+    let text = match output {
+        Value::String(s) => s.clone(),
+        Value::Array(_) => content_text(output),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    };
+    if let Ok(Value::Object(wrapped)) = serde_json::from_str::<Value>(&text) {
+        if let Some(inner) = wrapped.get("output").and_then(Value::as_str) {
+            let code = wrapped
+                .get("metadata")
+                .and_then(|m| m.get("exit_code"))
+                .and_then(Value::as_i64)
+                .and_then(|c| i32::try_from(c).ok());
+            return (inner.to_owned(), code.or_else(|| exit_code_in_text(inner)));
+        }
+    }
+    let code = exit_code_in_text(&text);
+    (text, code)
+}
+
+fn token_summary(payload: &Value) -> String {
+    let usage = payload.get("info").and_then(|i| i.get("last_token_usage"));
+    match usage {
+        Some(u) => format!(
+            "token usage: input {}, output {}",
+            u.get("input_tokens").unwrap_or(&Value::Null),
+            u.get("output_tokens").unwrap_or(&Value::Null)
+        ),
+        None => "token usage".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read_all(lines: &[Value]) -> Vec<Draft> {
+        let tools = SelfTools::new(&["moraine".into()]);
+        let mut codex = Codex {
+            state: CodexState::default(),
+            self_tools: &tools,
+        };
+        let mut out = AdapterOutput::default();
+        for line in lines {
+            codex.read(line, &line.to_string(), &mut out);
+        }
+        out.drafts
+    }
+
+    #[test]
+    fn test_mirrors_are_dropped_whichever_comes_first() {
+        let drafts = read_all(&[
+            json!({"timestamp":"2026-01-01T00:00:00Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"fix it"}]}}),
+            json!({"timestamp":"2026-01-01T00:00:00Z","type":"event_msg","payload":{"type":"user_message","message":"fix it"}}),
+            json!({"timestamp":"2026-01-01T00:00:01Z","type":"event_msg","payload":{"type":"agent_reasoning","text":"**Plan** look"}}),
+            json!({"timestamp":"2026-01-01T00:00:01Z","type":"response_item","payload":{"type":"reasoning","summary":[{"type":"summary_text","text":"**Plan** look"}]}}),
+            json!({"timestamp":"2026-01-01T00:00:02Z","type":"event_msg","payload":{"type":"agent_message","message":"Done."}}),
+            json!({"timestamp":"2026-01-01T00:00:02Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Done."}]}}),
+        ]);
+        let types: Vec<_> = drafts.iter().map(|d| d.event_type).collect();
+        assert_eq!(types, [EventType::UserInput, EventType::Reasoning, EventType::AssistantResponse]);
+    }
+
+    #[test]
+    fn test_tool_call_and_output_with_exit_code() {
+        let drafts = read_all(&[
+            json!({"timestamp":"2026-01-01T00:00:00Z","type":"response_item","payload":{"type":"function_call","name":"mcp__moraine__search_sessions","arguments":"{\"query\":\"x\"}","call_id":"c1"}}),
+            json!({"timestamp":"2026-01-01T00:00:01Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":"{\"output\":\"boom\",\"metadata\":{\"exit_code\":2}}"}}),
+            json!({"timestamp":"2026-01-01T00:00:02Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c9","output":"Exit code: 0\nWall time: 1s\nOutput:\nok"}}),
+        ]);
+        assert!(drafts[0].self_tool && drafts[1].self_tool);
+        assert_eq!(drafts[1].tool_name, "mcp__moraine__search_sessions");
+        assert_eq!((drafts[1].text.as_str(), drafts[1].exit_code), ("boom", Some(2)));
+        assert_eq!(drafts[2].exit_code, Some(0));
+        assert_eq!(drafts[0].text, r#"mcp__moraine__search_sessions(query="x")"#);
+    }
+
+    #[test]
+    fn test_injected_context_is_system_and_compaction_does_not_replay() {
+        let drafts = read_all(&[
+            json!({"timestamp":"2026-01-01T00:00:00Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"<environment_context>\n<cwd>/x</cwd>\n</environment_context>"}]}}),
+            json!({"timestamp":"2026-01-01T00:00:01Z","type":"compacted","payload":{"message":"summary","replacement_history":[{"type":"message","role":"user","content":[{"type":"input_text","text":"old"}]}]}}),
+        ]);
+        assert_eq!(drafts.len(), 2);
+        assert_eq!(drafts[0].event_type, EventType::System);
+        assert!(!drafts[0].starts_turn);
+        assert_eq!(drafts[1].event_type, EventType::Compaction);
+    }
+}

@@ -1,0 +1,243 @@
+//! What a harness adapter makes of one log record: draft events, before turns are assigned.
+
+use serde_json::Value;
+
+use crate::vocab::EventType;
+
+/// How an event ends its turn (the spec's terminal events).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Ending {
+    /// A final assistant response or a task-complete marker.
+    Completed,
+    /// Cancellation or user interrupt.
+    Interrupted,
+    /// Crash, API error or runtime exit.
+    Failed,
+}
+
+/// One event as the adapter saw it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Draft {
+    pub event_type: EventType,
+    /// Milliseconds since the epoch, when the record had a timestamp.
+    pub ts: Option<i64>,
+    /// The full text: what `open` shows and what is indexed.
+    pub text: String,
+    /// Tool-call arguments as JSON text.
+    pub arguments: String,
+    pub tool_name: String,
+    pub tool_call_id: String,
+    pub exit_code: Option<i32>,
+    pub is_error: bool,
+    /// The model that produced this event (assistant output and reasoning).
+    pub model: String,
+    /// The source record, narrowed to this event's part of it, as JSON.
+    pub raw: String,
+    /// A real user input: starts a turn.
+    pub starts_turn: bool,
+    pub ending: Option<Ending>,
+    /// Work of a sub-agent inside the parent's file: never starts or ends a parent turn.
+    pub sidechain: bool,
+    /// An assistant message that is progress commentary rather than a final answer.
+    pub commentary: bool,
+    /// A call to, or result of, one of this service's own tools.
+    pub self_tool: bool,
+    /// A web search call.
+    pub web_search: bool,
+}
+
+impl Draft {
+    pub fn new(event_type: EventType, ts: Option<i64>, text: String, raw: String) -> Self {
+        Self {
+            event_type,
+            ts,
+            text,
+            arguments: String::new(),
+            tool_name: String::new(),
+            tool_call_id: String::new(),
+            exit_code: None,
+            is_error: false,
+            model: String::new(),
+            raw,
+            starts_turn: false,
+            ending: None,
+            sidechain: false,
+            commentary: false,
+            self_tool: false,
+            web_search: false,
+        }
+    }
+}
+
+/// Recognises this service's own MCP tools under the server names agents register it as.
+pub struct SelfTools {
+    names: Vec<String>,
+}
+
+impl SelfTools {
+    const TOOLS: [&'static str; 3] = ["search_sessions", "list_sessions", "open"];
+
+    pub fn new(server_names: &[String]) -> Self {
+        let mut names = Vec::new();
+        for server in server_names {
+            // Claude Code and Codex spell MCP tools mcp__<server>__<tool>; other hosts use
+            // <server>__<tool>, <server>.<tool> or <server>/<tool>. Hyphens may become underscores.
+            for server in [server.clone(), server.replace('-', "_")] {
+                for tool in Self::TOOLS {
+                    for sep in ["__", ".", "/"] {
+                        names.push(format!("{server}{sep}{tool}"));
+                        names.push(format!("mcp__{server}{sep}{tool}"));
+                    }
+                }
+            }
+        }
+        names.sort();
+        names.dedup();
+        Self { names }
+    }
+
+    pub fn matches(&self, tool_name: &str) -> bool {
+        self.names.binary_search_by(|n| n.as_str().cmp(tool_name)).is_ok()
+    }
+}
+
+/// Tool names that are web searches.
+pub fn is_web_search(tool_name: &str) -> bool {
+    let lower = tool_name.to_ascii_lowercase();
+    lower == "web_search" || lower == "websearch" || lower == "web_search_call" || lower.ends_with("__web_search")
+}
+
+/// Parses an RFC 3339 timestamp into milliseconds since the epoch.
+pub fn parse_ts(value: Option<&Value>) -> Option<i64> {
+    let text = value?.as_str()?;
+    let parsed = time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()?;
+    Some((parsed.unix_timestamp_nanos() / 1_000_000) as i64)
+}
+
+/// Renders a tool call the way the spec's example does: `name(key="value", other=[...])`.
+pub fn render_call(name: &str, arguments: &Value) -> String {
+    match arguments {
+        Value::Object(map) if !map.is_empty() => {
+            let parts: Vec<String> = map.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            format!("{name}({})", parts.join(", "))
+        }
+        Value::Object(_) | Value::Null => format!("{name}()"),
+        Value::String(s) => format!("{name}({s})"),
+        other => format!("{name}({other})"),
+    }
+}
+
+/// Parses a JSON-encoded arguments string, keeping non-JSON text as a string value.
+pub fn parse_arguments(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned()))
+}
+
+/// Finds an exit status in command output: `Exit code: 1`, `Exit code 1`, `exited with code 1`.
+pub fn exit_code_in_text(text: &str) -> Option<i32> {
+    static PATTERN: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let re = PATTERN.get_or_init(|| {
+        regex::Regex::new(r"(?im)^(?:error:\s*)?(?:exit code:?|process exited with code|exited with code)\s*(-?\d+)")
+            .expect("valid regex")
+    });
+    let head = &text[..floor_char_boundary(text, 4096)];
+    re.captures(head)?.get(1)?.as_str().parse().ok()
+}
+
+/// Joins the `text` fields of content blocks (`[{type, text}, …]`) or returns a plain string.
+pub fn content_text(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => {
+            let texts: Vec<&str> = blocks
+                .iter()
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect();
+            texts.join("\n")
+        }
+        _ => String::new(),
+    }
+}
+
+/// The largest index ≤ `at` on a char boundary.
+pub fn floor_char_boundary(text: &str, at: usize) -> usize {
+    if at >= text.len() {
+        return text.len();
+    }
+    let mut at = at;
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+/// A whitespace-collapsed prefix of at most `max_chars` characters, and whether it was cut.
+pub fn preview(text: &str, max_chars: usize) -> (String, bool) {
+    let mut out = String::with_capacity(max_chars.min(text.len()) + 3);
+    let mut count = 0;
+    let mut pending_space = false;
+    for c in text.chars() {
+        if c.is_whitespace() {
+            pending_space = count > 0;
+            continue;
+        }
+        let needed = if pending_space { 2 } else { 1 };
+        if count + needed > max_chars {
+            return (format!("{}…", out.trim_end()), true);
+        }
+        if pending_space {
+            out.push(' ');
+            count += 1;
+            pending_space = false;
+        }
+        out.push(c);
+        count += 1;
+    }
+    (out, false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn test_render_call_matches_the_spec_example() {
+        let args = json!({"cmd": "cargo test --workspace --locked", "workdir": "/home/dev/src/moraine"});
+        assert_eq!(
+            render_call("exec_command", &args),
+            r#"exec_command(cmd="cargo test --workspace --locked", workdir="/home/dev/src/moraine")"#
+        );
+    }
+
+    #[test]
+    fn test_exit_codes() {
+        assert_eq!(exit_code_in_text("Exit code: 101\nWall time: 3s\nOutput:\n"), Some(101));
+        assert_eq!(exit_code_in_text("Error: Exit code 1\nfailed"), Some(1));
+        assert_eq!(exit_code_in_text("all good"), None);
+    }
+
+    #[test]
+    fn test_self_tools() {
+        let s = SelfTools::new(&["moraine".into(), "moraine-mcp".into()]);
+        assert!(s.matches("mcp__moraine__search_sessions"));
+        assert!(s.matches("moraine__open"));
+        assert!(s.matches("mcp__moraine_mcp__list_sessions"));
+        assert!(!s.matches("open"));
+        assert!(!s.matches("mcp__github__search_issues"));
+    }
+
+    #[test]
+    fn test_preview_collapses_and_truncates() {
+        assert_eq!(preview("  a\n\n b  ", 10), ("a b".into(), false));
+        let (p, cut) = preview("hello wonderful world", 12);
+        assert!(cut);
+        assert_eq!(p, "hello wonder…");
+        assert_eq!(preview("数据库迁移失败", 3), ("数据库…".into(), true));
+    }
+
+    #[test]
+    fn test_timestamps() {
+        assert_eq!(parse_ts(Some(&json!("2026-04-29T18:42:31.125Z"))), Some(1_777_488_151_125));
+        assert_eq!(parse_ts(Some(&json!("nope"))), None);
+    }
+}

@@ -1,0 +1,225 @@
+//! Prometheus metrics on an explicit registry, rendered by `/metrics`.
+//!
+//! Latency histograms share one bucket layout whose edges include every SLA target of the spec
+//! (and of the config), so "fraction of calls within target" is exact from the bucket counts.
+
+use std::sync::Arc;
+
+use prometheus::{
+    Encoder as _, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
+};
+
+use crate::config::SlaConfig;
+
+/// Every latency figure in the spec's SLA tables (P50, P95 and P99 columns and deadlines),
+/// in seconds.
+const SPEC_TARGETS_SECONDS: [f64; 16] = [
+    0.025, 0.05, 0.1, 0.2, 0.25, 0.3, 0.5, 0.75, 0.8, 1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 5.0,
+];
+
+/// Finer edges below the targets, where this service usually answers.
+const FINE_EDGES_SECONDS: [f64; 7] = [0.001, 0.0025, 0.005, 0.008, 0.01, 0.015, 0.02];
+
+/// Tail edges past the longest deadline, so timeouts do not all land in +Inf.
+const TAIL_EDGES_SECONDS: [f64; 2] = [10.0, 30.0];
+
+/// The bucket layout: fine edges, every spec target, every configured target, the tail.
+pub fn latency_buckets(sla: &SlaConfig) -> Vec<f64> {
+    let mut edges: Vec<f64> = FINE_EDGES_SECONDS
+        .iter()
+        .chain(SPEC_TARGETS_SECONDS.iter())
+        .chain(TAIL_EDGES_SECONDS.iter())
+        .copied()
+        .chain(sla.all_targets_ms().into_iter().map(|ms| ms as f64 / 1000.0))
+        .collect();
+    edges.sort_by(f64::total_cmp);
+    edges.dedup_by(|a, b| (*a - *b).abs() < 1e-9);
+    edges
+}
+
+/// The service's metrics. Cheap to clone.
+#[derive(Clone)]
+pub struct Metrics {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    registry: Registry,
+    tool_duration: HistogramVec,
+    tool_calls: IntCounterVec,
+    tool_sla: IntCounterVec,
+    query_duration: HistogramVec,
+    queries_in_flight: IntGauge,
+    query_errors: IntCounterVec,
+    pool: IntGaugeVec,
+    http_requests: IntCounterVec,
+    http_duration: HistogramVec,
+    auth: IntCounterVec,
+    query_log_dropped: IntCounterVec,
+}
+
+impl Metrics {
+    pub fn new(sla: &SlaConfig) -> Self {
+        let registry = Registry::new_custom(Some("moraine_mcp".into()), None).expect("valid prefix");
+        let buckets = latency_buckets(sla);
+        let histogram = |name: &str, help: &str, labels: &[&str]| {
+            let h = HistogramVec::new(HistogramOpts::new(name, help).buckets(buckets.clone()), labels)
+                .expect("valid histogram");
+            registry.register(Box::new(h.clone())).expect("unique metric");
+            h
+        };
+        let counter = |name: &str, help: &str, labels: &[&str]| {
+            let c = IntCounterVec::new(Opts::new(name, help), labels).expect("valid counter");
+            registry.register(Box::new(c.clone())).expect("unique metric");
+            c
+        };
+        let tool_duration = histogram(
+            "tool_call_duration_seconds",
+            "MCP tool call latency, from receipt to serialised response",
+            &["tool", "outcome"],
+        );
+        let tool_calls = counter("tool_calls_total", "MCP tool calls by tool and outcome (ok or the error code)", &["tool", "outcome"]);
+        let tool_sla = counter(
+            "tool_sla_total",
+            "MCP tool calls by whether they met the SLA target reported in performance.met_sla",
+            &["tool", "met"],
+        );
+        let query_duration = histogram(
+            "clickhouse_query_duration_seconds",
+            "ClickHouse query latency by query name",
+            &["query"],
+        );
+        let queries_in_flight = IntGauge::new("clickhouse_queries_in_flight", "ClickHouse queries running now")
+            .expect("valid gauge");
+        registry.register(Box::new(queries_in_flight.clone())).expect("unique metric");
+        let query_errors = counter("clickhouse_query_errors_total", "Failed ClickHouse queries by query and kind", &["query", "kind"]);
+        let pool = IntGaugeVec::new(
+            Opts::new("clickhouse_pool_slots", "ClickHouse query slots: max, size, available and waiting"),
+            &["state"],
+        )
+        .expect("valid gauge");
+        registry.register(Box::new(pool.clone())).expect("unique metric");
+        let http_requests = counter("http_requests_total", "HTTP requests by route, method and status", &["route", "method", "status"]);
+        let http_duration = histogram("http_request_duration_seconds", "HTTP request latency to response head", &["route", "method"]);
+        let auth = counter("auth_requests_total", "MCP endpoint authentication by token name and result", &["token", "result"]);
+        let query_log_dropped = counter(
+            "query_log_failures_total",
+            "Search log rows not written (queue full or insert failed)",
+            &["reason"],
+        );
+        let build_info = IntGaugeVec::new(Opts::new("build_info", "Build information"), &["version"]).expect("valid gauge");
+        registry.register(Box::new(build_info.clone())).expect("unique metric");
+        build_info.with_label_values(&[env!("CARGO_PKG_VERSION")]).set(1);
+        Self {
+            inner: Arc::new(Inner {
+                registry,
+                tool_duration,
+                tool_calls,
+                tool_sla,
+                query_duration,
+                queries_in_flight,
+                query_errors,
+                pool,
+                http_requests,
+                http_duration,
+                auth,
+                query_log_dropped,
+            }),
+        }
+    }
+
+    pub fn observe_tool(&self, tool: &str, outcome: &str, seconds: f64, met_sla: bool) {
+        self.inner.tool_duration.with_label_values(&[tool, outcome]).observe(seconds);
+        self.inner.tool_calls.with_label_values(&[tool, outcome]).inc();
+        self.inner
+            .tool_sla
+            .with_label_values(&[tool, if met_sla { "true" } else { "false" }])
+            .inc();
+    }
+
+    pub fn observe_query(&self, query: &str, seconds: f64, error_kind: Option<&str>) {
+        self.inner.query_duration.with_label_values(&[query]).observe(seconds);
+        if let Some(kind) = error_kind {
+            self.inner.query_errors.with_label_values(&[query, kind]).inc();
+        }
+    }
+
+    /// Counts a query in flight until the guard drops.
+    pub fn query_in_flight(&self) -> InFlight {
+        self.inner.queries_in_flight.inc();
+        InFlight(self.inner.queries_in_flight.clone())
+    }
+
+    pub fn set_pool(&self, status: deadpool::Status) {
+        let pool = &self.inner.pool;
+        pool.with_label_values(&["max"]).set(status.max_size as i64);
+        pool.with_label_values(&["size"]).set(status.size as i64);
+        pool.with_label_values(&["available"]).set(status.available as i64);
+        pool.with_label_values(&["waiting"]).set(status.waiting as i64);
+    }
+
+    pub fn observe_http(&self, route: &str, method: &str, status: u16, seconds: f64) {
+        self.inner
+            .http_requests
+            .with_label_values(&[route, method, &status.to_string()])
+            .inc();
+        self.inner.http_duration.with_label_values(&[route, method]).observe(seconds);
+    }
+
+    pub fn observe_auth(&self, token_name: &str, result: &str) {
+        self.inner.auth.with_label_values(&[token_name, result]).inc();
+    }
+
+    pub fn query_log_failure(&self, reason: &str, rows: u64) {
+        self.inner.query_log_dropped.with_label_values(&[reason]).inc_by(rows);
+    }
+
+    /// The Prometheus text exposition of every metric.
+    pub fn render(&self) -> String {
+        TextEncoder::new()
+            .encode_to_string(&self.inner.registry.gather())
+            .unwrap_or_default()
+    }
+
+    /// The content type of [`Metrics::render`].
+    pub fn content_type(&self) -> String {
+        TextEncoder::new().format_type().to_owned()
+    }
+}
+
+/// Decrements the in-flight gauge when dropped.
+pub struct InFlight(IntGauge);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_every_sla_target_is_a_bucket_edge() {
+        let sla = SlaConfig::default();
+        let buckets = latency_buckets(&sla);
+        for ms in sla.all_targets_ms() {
+            let edge = ms as f64 / 1000.0;
+            assert!(buckets.iter().any(|b| (b - edge).abs() < 1e-9), "{ms} ms");
+        }
+        for edge in SPEC_TARGETS_SECONDS {
+            assert!(buckets.contains(&edge));
+        }
+        assert!(buckets.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn test_render_contains_histograms() {
+        let metrics = Metrics::new(&SlaConfig::default());
+        metrics.observe_tool("search_sessions", "ok", 0.012, true);
+        let text = metrics.render();
+        assert!(text.contains("moraine_mcp_tool_call_duration_seconds_bucket{outcome=\"ok\",tool=\"search_sessions\",le=\"0.75\"} 1"));
+        assert!(text.contains("moraine_mcp_build_info"));
+    }
+}

@@ -1,0 +1,199 @@
+//! Schema migrations: the numbered `sql/NNN_*.sql` files, applied in order and recorded with
+//! their checksums. Applying twice changes nothing; editing an applied migration is an error.
+
+use sha2::{Digest, Sha256};
+
+use crate::db::{Db, DbError, base_client};
+use crate::config::ClickHouseConfig;
+
+/// One migration file, embedded in the binary.
+pub struct Migration {
+    pub version: u32,
+    pub name: &'static str,
+    pub sql: &'static str,
+}
+
+macro_rules! migration {
+    ($version:literal, $name:literal) => {
+        Migration {
+            version: $version,
+            name: $name,
+            sql: include_str!(concat!("../sql/", $name, ".sql")),
+        }
+    };
+}
+
+/// Every migration, in order. A test checks this list against the `sql/` directory.
+pub const MIGRATIONS: &[Migration] = &[
+    migration!(1, "001_canonical"),
+    migration!(2, "002_search_index"),
+    migration!(3, "003_ingest_checkpoints"),
+    migration!(4, "004_query_log"),
+    migration!(5, "005_service_keys"),
+];
+
+/// The schema version this binary expects.
+pub fn latest_version() -> u32 {
+    MIGRATIONS.last().map_or(0, |m| m.version)
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum MigrateError {
+    #[error(transparent)]
+    Db(#[from] DbError),
+    #[error("migration {version} ({name}) was changed after it was applied: checksum {applied} in the database, {current} in this build")]
+    Edited {
+        version: u32,
+        name: String,
+        applied: String,
+        current: String,
+    },
+    #[error("the database has schema version {found}, newer than this build's {expected}")]
+    TooNew { found: u32, expected: u32 },
+}
+
+/// What a run did.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct MigrateReport {
+    pub applied: Vec<u32>,
+    pub already: Vec<u32>,
+}
+
+#[derive(Debug, clickhouse::Row, serde::Deserialize)]
+struct Applied {
+    version: u32,
+    checksum: String,
+}
+
+const CREATE_MIGRATIONS_TABLE: &str = "CREATE TABLE IF NOT EXISTS schema_migrations \
+    (version UInt32, name String, checksum String, applied_at DateTime64(3, 'UTC') DEFAULT now64(3)) \
+    ENGINE = MergeTree ORDER BY version";
+
+/// Creates the database if needed and applies every pending migration.
+pub async fn migrate(config: &ClickHouseConfig, db: &Db) -> Result<MigrateReport, MigrateError> {
+    let deadline = db.default_deadline();
+    // The database may not exist yet, so this statement runs on a client without one.
+    base_client(config)
+        .query("CREATE DATABASE IF NOT EXISTS {db:Identifier}")
+        .param("db", &config.database)
+        .execute()
+        .await
+        .map_err(DbError::from_clickhouse)?;
+    db.write("migrate_table", CREATE_MIGRATIONS_TABLE).execute(db, deadline).await?;
+    let applied: Vec<Applied> = db
+        .read("migrate_applied", "SELECT version, checksum FROM schema_migrations ORDER BY version")
+        .fetch_all(db, deadline)
+        .await?;
+    if let Some(newest) = applied.iter().map(|a| a.version).max() {
+        if newest > latest_version() {
+            return Err(MigrateError::TooNew {
+                found: newest,
+                expected: latest_version(),
+            });
+        }
+    }
+    let mut report = MigrateReport::default();
+    for migration in MIGRATIONS {
+        let checksum = checksum(migration.sql);
+        if let Some(done) = applied.iter().find(|a| a.version == migration.version) {
+            if done.checksum != checksum {
+                return Err(MigrateError::Edited {
+                    version: migration.version,
+                    name: migration.name.to_owned(),
+                    applied: done.checksum.clone(),
+                    current: checksum,
+                });
+            }
+            report.already.push(migration.version);
+            continue;
+        }
+        for statement in statements(migration.sql) {
+            db.write("migrate_statement", &statement)
+                .execute(db, db.default_deadline())
+                .await?;
+        }
+        db.write(
+            "migrate_record",
+            "INSERT INTO schema_migrations (version, name, checksum) VALUES ({v:UInt32}, {n:String}, {c:String})",
+        )
+        .param("v", migration.version)
+        .param("n", migration.name)
+        .param("c", &checksum)
+        .execute(db, db.default_deadline())
+        .await?;
+        tracing::info!(version = migration.version, name = migration.name, "applied migration");
+        report.applied.push(migration.version);
+    }
+    db.client().clear_cached_metadata().await;
+    Ok(report)
+}
+
+/// The schema version recorded in the database (0 when none).
+pub async fn current_version(db: &Db, deadline: std::time::Instant) -> Result<u32, DbError> {
+    let version: Option<u32> = db
+        .read("schema_version", "SELECT max(version) FROM schema_migrations")
+        .fetch_optional(db, deadline)
+        .await?;
+    Ok(version.unwrap_or(0))
+}
+
+fn checksum(sql: &str) -> String {
+    let digest = Sha256::digest(sql.as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Splits a migration into statements: `--` comment lines dropped, split at `;` ending a line.
+fn statements(sql: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    for line in sql.lines() {
+        if line.trim_start().starts_with("--") {
+            continue;
+        }
+        current.push_str(line);
+        current.push('\n');
+        if line.trim_end().ends_with(';') {
+            let statement = current.trim().trim_end_matches(';').trim().to_owned();
+            if !statement.is_empty() {
+                out.push(statement);
+            }
+            current.clear();
+        }
+    }
+    let rest = current.trim();
+    if !rest.is_empty() {
+        out.push(rest.to_owned());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_migration_list_matches_the_sql_directory() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/sql");
+        let mut files: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".sql"))
+            .collect();
+        files.sort();
+        let listed: Vec<String> = MIGRATIONS.iter().map(|m| format!("{}.sql", m.name)).collect();
+        assert_eq!(files, listed);
+        for (i, m) in MIGRATIONS.iter().enumerate() {
+            assert_eq!(m.version as usize, i + 1);
+            assert!(m.name.starts_with(&format!("{:03}_", m.version)));
+        }
+    }
+
+    #[test]
+    fn test_statements_split() {
+        let sql = "-- comment; here\nCREATE TABLE a (x UInt8)\nENGINE = Null;\n\nSELECT 1;\n";
+        assert_eq!(statements(sql), ["CREATE TABLE a (x UInt8)\nENGINE = Null", "SELECT 1"]);
+        for m in MIGRATIONS {
+            assert!(!statements(m.sql).is_empty());
+        }
+    }
+}
