@@ -199,6 +199,29 @@ impl Db {
         result
     }
 
+    /// Inserts `rows` into `table` in one request, under a slot and the general query timeout.
+    pub async fn insert<T>(&self, name: &'static str, table: &str, rows: &[T], settings: &[(&str, &str)]) -> Result<(), DbError>
+    where
+        T: clickhouse::Row + Serialize + for<'r> clickhouse::Row<Value<'r> = T>,
+    {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let deadline = self.default_deadline();
+        let client = &self.client;
+        self.run(name, deadline, async move {
+            let mut insert = client.insert::<T>(table).await?;
+            for (key, value) in settings {
+                insert = insert.with_setting(*key, *value);
+            }
+            for row in rows {
+                insert.write(row).await?;
+            }
+            insert.end().await
+        })
+        .await
+    }
+
     /// `SELECT 1` within `timeout`, without taking a slot (health checks must not queue).
     pub async fn ping(&self, timeout: Duration) -> Result<(), DbError> {
         let query = self.client.query("SELECT 1").with_setting("readonly", "2");

@@ -1,8 +1,143 @@
 //! Ingest: agent session logs → sessions, turns, events and the search index.
+//!
+//! A blocking reader thread parses files into batches while an async writer inserts the previous
+//! batch, so parsing and ClickHouse work overlap. Every run is incremental (checkpoints) and
+//! idempotent (re-reading replaces what a file contributed before).
+
 pub mod adapter;
 pub mod claude;
 pub mod codex;
 pub mod draft;
+pub mod files;
+pub mod reader;
 pub mod redact;
 pub mod rows;
 pub mod session;
+pub mod writer;
+
+use std::time::{Duration, Instant};
+
+use crate::config::Config;
+use crate::db::{Db, DbError};
+use files::LogFile;
+use reader::{Counters, Reader, Stored};
+
+/// What a run did.
+#[derive(Debug, Clone)]
+pub struct Summary {
+    pub files: usize,
+    pub counters: Counters,
+    pub elapsed: Duration,
+}
+
+impl Summary {
+    pub fn events_per_second(&self) -> f64 {
+        self.counters.events as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+
+    /// True when there were files but none could be read.
+    pub fn nothing_ingested(&self) -> bool {
+        self.files > 0 && self.counters.files_unreadable as usize == self.files
+    }
+}
+
+impl std::fmt::Display for Summary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let c = &self.counters;
+        write!(
+            f,
+            "{} files ({} read, {} unchanged, {} re-read from the start, {} unreadable); \
+             {} lines, {} events written, {} sessions touched, {} malformed lines, {} redactions; \
+             {:.1} MiB in {:.2} s ({:.0} events/s)",
+            self.files,
+            c.files_read,
+            c.files_unchanged,
+            c.files_reread,
+            c.files_unreadable,
+            c.lines,
+            c.events,
+            c.sessions,
+            c.malformed,
+            c.redactions,
+            c.bytes as f64 / (1024.0 * 1024.0),
+            self.elapsed.as_secs_f64(),
+            self.events_per_second(),
+        )
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum IngestError {
+    #[error("writing to clickhouse failed: {0}")]
+    Db(#[from] DbError),
+    #[error("invalid redaction pattern: {0}")]
+    Redaction(#[from] regex::Error),
+    #[error("the reader thread failed: {0}")]
+    Reader(String),
+}
+
+/// Ingests `files` into the database behind `db`.
+pub async fn run(config: &Config, db: &Db, files: Vec<LogFile>, show_progress: bool) -> Result<Summary, IngestError> {
+    let started = Instant::now();
+    let redactor = redact::Redactor::new(&config.ingest.redaction)?;
+    let keys: Vec<u64> = files.iter().map(|f| f.session_key).collect();
+    let stored = writer::load_stored(db, &keys).await?;
+    let total: u64 = files
+        .iter()
+        .map(|f| Reader::pending_bytes(f, stored.get(&f.session_key).unwrap_or(&Stored::default())))
+        .sum();
+    let progress = if show_progress {
+        let bar = indicatif::ProgressBar::new(total);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {wide_bar} {binary_bytes}/{binary_total_bytes} ({binary_bytes_per_sec}, {eta})",
+            )
+            .expect("valid template")
+            .progress_chars("=> "),
+        );
+        bar
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+
+    // Two batches in flight: one being written while the next is parsed.
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<reader::Batch>(1);
+    let writer_db = db.clone();
+    let writer = tokio::spawn(async move {
+        let mut version = 0;
+        while let Some(batch) = rx.recv().await {
+            version = writer::next_version(version);
+            writer::write_batch(&writer_db, batch, version).await?;
+        }
+        Ok::<(), DbError>(())
+    });
+
+    let file_count = files.len();
+    let build = session::BuildSettings {
+        preview_chars: config.tools.preview_chars,
+        max_indexed_bytes: config.ingest.max_indexed_bytes,
+    };
+    let batch_events = config.ingest.batch_events;
+    let self_names = config.tools.self_server_names.clone();
+    let bar = progress.clone();
+    let reading = tokio::task::spawn_blocking(move || {
+        let self_tools = draft::SelfTools::new(&self_names);
+        let mut reader = Reader::new(batch_events, build, &redactor, &self_tools, tx, &bar);
+        for file in &files {
+            let stored = stored.get(&file.session_key).cloned().unwrap_or_default();
+            reader.read_file(file, &stored)?;
+        }
+        reader.finish()
+    });
+
+    let read_result = reading.await.map_err(|e| IngestError::Reader(e.to_string()))?;
+    let write_result = writer.await.map_err(|e| IngestError::Reader(e.to_string()))?;
+    progress.finish_and_clear();
+    write_result?;
+    let counters = read_result.map_err(|e| IngestError::Reader(e.to_string()))?;
+    Ok(Summary {
+        files: file_count,
+        counters,
+        elapsed: started.elapsed(),
+    })
+}

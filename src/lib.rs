@@ -7,3 +7,4 @@ pub mod metrics;
 pub mod migrate;
 pub mod tokenize;
 pub mod vocab;
+pub mod embedded;

@@ -11,7 +11,9 @@ database exactly as they would to a ClickHouse server:
   ``query`` URL parameter and/or the body, or from a ``multipart/form-data``
   body whose other parts carry ``param_<name>`` values for ``{name:Type}``
   placeholders.  ``database`` and ``default_format`` are honoured; every other
-  URL parameter that is not an HTTP control is a setting for that request only.
+  URL parameter that is not an HTTP control is a setting for that request only
+  (unknown settings fail with code 115).  As in ClickHouse, a GET runs with
+  ``readonly=2``.
 * ``INSERT INTO t[(cols)] FORMAT F`` in the URL with the rows in the body is
   spooled to a file and committed with ``INSERT ... FROM INFILE`` once the
   whole body has arrived, so an aborted upload commits nothing and errors
@@ -837,9 +839,9 @@ class Handler(BaseHTTPRequestHandler):
             ctype = self._h.get("content-type") or ""
             form = None
             if ctype[:19].lower() == "multipart/form-data":
-                # The form's fields are parameters like the URL's ones; its
-                # `query` field is the SQL.  Read before the controls are
-                # applied, since the form may carry some of them.
+                # The form's fields are parameters just like the URL's (its
+                # `query` field is the SQL), so the controls are applied once
+                # for reading the body and again with the form's included.
                 self._apply_controls(req, controls)
                 form = parse_multipart(self._read_body(req), ctype)
                 for key, value in form.items():
@@ -956,7 +958,12 @@ class Handler(BaseHTTPRequestHandler):
         fd, spool = tempfile.mkstemp(prefix="chgw-", suffix=".data", dir=self.server.spool_dir)
         try:
             with os.fdopen(fd, "wb", buffering=256 * 1024) as f:
-                self._pump_body(f.write, req)
+                try:
+                    self._pump_body(f.write, req)
+                except ClientGone:
+                    log.info("%s query_id=%s: upload aborted, nothing inserted",
+                             self.client_address[0], req.query_id)
+                    raise
             settings = m.group("settings")
             # COMPRESSION 'none': never guess a codec from the file name.
             sql = (f"{m.group('head')} FROM INFILE {quote_string(spool)} COMPRESSION 'none'"
@@ -994,6 +1001,9 @@ class Handler(BaseHTTPRequestHandler):
 
 
 class Gateway(ThreadingHTTPServer):
+    """The HTTP server: one thread per client connection, plus the
+    bookkeeping that lets a shutdown wait for in-flight requests."""
+
     daemon_threads = True
     request_queue_size = 128
 

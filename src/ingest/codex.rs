@@ -89,6 +89,7 @@ impl Codex<'_> {
                     raw.to_owned(),
                 );
                 draft.model = self.state.model.clone();
+                draft.opens_turn = true;
                 out.drafts.push(draft);
             }
             "response_item" => self.response_item(payload, ts, raw, out),
@@ -240,6 +241,11 @@ impl Codex<'_> {
                 }
                 let mut draft = Draft::new(EventType::Reasoning, ts, text, raw.to_owned());
                 draft.model = self.state.model.clone();
+                out.drafts.push(draft);
+            }
+            "task_started" => {
+                let mut draft = runtime("task started".into());
+                draft.opens_turn = true;
                 out.drafts.push(draft);
             }
             "task_complete" => {

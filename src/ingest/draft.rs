@@ -35,6 +35,9 @@ pub struct Draft {
     pub raw: String,
     /// A real user input: starts a turn.
     pub starts_turn: bool,
+    /// A harness marker that announces the next turn (Codex `turn_context`, `task_started`): after
+    /// a finished turn it opens the next one, which the user input that follows then joins.
+    pub opens_turn: bool,
     pub ending: Option<Ending>,
     /// Work of a sub-agent inside the parent's file: never starts or ends a parent turn.
     pub sidechain: bool,
@@ -60,6 +63,7 @@ impl Draft {
             model: String::new(),
             raw,
             starts_turn: false,
+            opens_turn: false,
             ending: None,
             sidechain: false,
             commentary: false,

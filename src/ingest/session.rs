@@ -105,7 +105,8 @@ impl SessionBuilder {
         state.events += 1;
 
         let starts_turn = draft.starts_turn && !draft.sidechain;
-        if state.turn.ordinal == 0 || (starts_turn && state.turn.has_user_input) {
+        let opens_turn = draft.opens_turn && !draft.sidechain && state.turn.completed;
+        if state.turn.ordinal == 0 || (starts_turn && state.turn.has_user_input) || opens_turn {
             if state.turn.ordinal > 0 {
                 let closed = self.close_turn();
                 turns.push(closed);
@@ -202,7 +203,13 @@ impl SessionBuilder {
             event_key: key,
             event_type: draft.event_type.code() as i8,
             ts,
-            model: draft.model,
+            // Only model output names its model; other events carry the session's model as
+            // originating_model (a turn_context, say, names the model without being its output).
+            model: if matches!(draft.event_type, EventType::AssistantResponse | EventType::Reasoning) {
+                draft.model
+            } else {
+                String::new()
+            },
             originating_model,
             tool_name: draft.tool_name,
             tool_call_id: draft.tool_call_id,
@@ -404,6 +411,26 @@ mod tests {
         let open = b.open_turn_row(1).unwrap();
         assert!(!open.completed);
         assert_eq!(open.turn_key, ev[3].event_key);
+    }
+
+    #[test]
+    fn test_turn_markers_after_a_finished_turn_open_the_next() {
+        let mut b = SessionBuilder::new(7, SessionState::default(), settings());
+        let (mut ev, mut tu, mut ix) = (Vec::new(), Vec::new(), Indexer::default());
+        b.push(user(1, "first"), 1, &mut ix, &mut ev, &mut tu);
+        let mut done = draft(EventType::Runtime, 2, "task complete");
+        done.ending = Some(Ending::Completed);
+        b.push(done, 2, &mut ix, &mut ev, &mut tu);
+        let mut marker = draft(EventType::System, 3, "turn context");
+        marker.opens_turn = true;
+        b.push(marker.clone(), 3, &mut ix, &mut ev, &mut tu);
+        b.push(marker, 4, &mut ix, &mut ev, &mut tu);
+        b.push(user(5, "second"), 5, &mut ix, &mut ev, &mut tu);
+        let turns: Vec<_> = ev.iter().map(|e| (e.turn_ordinal, e.ordinal)).collect();
+        assert_eq!(turns, [(1, 1), (1, 2), (2, 1), (2, 2), (2, 3)]);
+        let open = b.open_turn_row(1).unwrap();
+        assert_eq!(open.user_event_key, ev[4].event_key);
+        assert_eq!(open.turn_key, ev[2].event_key);
     }
 
     #[test]

@@ -1,0 +1,130 @@
+//! Writing batches to ClickHouse: retractions first, then events (which the materialized views
+//! index in the same insert), turns, sessions, and last the checkpoints that cover them.
+
+use std::collections::HashMap;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use super::reader::{Batch, Retraction, Stored};
+use super::rows::CheckpointRow;
+use crate::db::{Db, DbError};
+
+/// Settings for the event insert: the index views run in parallel with the events view.
+const EVENT_INSERT_SETTINGS: &[(&str, &str)] = &[("parallel_view_processing", "1")];
+
+/// What ClickHouse already holds for each of `session_keys`.
+pub async fn load_stored(db: &Db, session_keys: &[u64]) -> Result<HashMap<u64, Stored>, DbError> {
+    let mut stored: HashMap<u64, Stored> = HashMap::new();
+    for chunk in session_keys.chunks(10_000) {
+        let deadline = db.default_deadline();
+        let checkpoints: Vec<CheckpointRow> = db
+            .read(
+                "ingest_checkpoints",
+                "SELECT file_key, path, harness, source, session_key, offset, line_no, head_hash, tail_hash, state, version \
+                 FROM ingest_checkpoints FINAL WHERE file_key IN {keys:Array(UInt64)}",
+            )
+            .param("keys", chunk)
+            .fetch_all(db, deadline)
+            .await?;
+        for checkpoint in checkpoints {
+            let key = checkpoint.file_key;
+            stored.entry(key).or_default().checkpoint = Some(checkpoint);
+        }
+        let lines: Vec<(u64, u32)> = db
+            .read(
+                "ingest_max_lines",
+                "SELECT session_key, max(line_no) FROM events WHERE session_key IN {keys:Array(UInt64)} GROUP BY session_key",
+            )
+            .param("keys", chunk)
+            .fetch_all(db, deadline)
+            .await?;
+        for (session_key, max_line) in lines {
+            stored.entry(session_key).or_default().max_line = Some(max_line);
+        }
+    }
+    Ok(stored)
+}
+
+/// Writes one batch. Every row gets the same version, newer than any written before.
+pub async fn write_batch(db: &Db, mut batch: Batch, version: u64) -> Result<(), DbError> {
+    for retraction in &batch.retractions {
+        retract(db, retraction).await?;
+    }
+    db.insert("ingest_events", "event_ingest", &batch.events, EVENT_INSERT_SETTINGS).await?;
+    for row in &mut batch.turns {
+        row.version = version;
+    }
+    db.insert("ingest_turns", "turns", &batch.turns, &[]).await?;
+    for row in &mut batch.sessions {
+        row.version = version;
+    }
+    db.insert("ingest_sessions", "sessions", &batch.sessions, &[]).await?;
+    for row in &mut batch.checkpoints {
+        row.version = version;
+    }
+    db.insert("ingest_checkpoints", "ingest_checkpoints", &batch.checkpoints, &[]).await
+}
+
+/// Removes a session's rows from lines after `after_line`, keeping the index statistics exact:
+/// the documents' term and length counts are subtracted before their postings go.
+///
+/// Statements run in an order that a crash can only interrupt harmlessly until the statistics
+/// are adjusted; the postings delete follows immediately after.
+async fn retract(db: &Db, retraction: &Retraction) -> Result<(), DbError> {
+    let Retraction {
+        session_key,
+        after_line,
+        keep_turns,
+    } = *retraction;
+    tracing::info!(session_key, after_line, "removing rows before re-reading");
+    let doomed = "SELECT event_key FROM events WHERE session_key = {s:UInt64} AND line_no > {l:UInt32}";
+    let statements: Vec<(&'static str, String)> = vec![
+        (
+            "retract_term_df",
+            format!(
+                "INSERT INTO term_df SELECT term, -toInt64(count()) FROM postings \
+                 WHERE sess = {{s:UInt64}} AND doc IN ({doomed}) GROUP BY term"
+            ),
+        ),
+        (
+            "retract_corpus_stats",
+            "INSERT INTO corpus_stats SELECT 0, -toInt64(count()), -toInt64(sum(doc_len)) FROM events \
+             WHERE session_key = {s:UInt64} AND line_no > {l:UInt32} AND searchable"
+                .to_owned(),
+        ),
+        (
+            "retract_postings",
+            format!("DELETE FROM postings WHERE sess = {{s:UInt64}} AND doc IN ({doomed})"),
+        ),
+        (
+            "retract_events",
+            "DELETE FROM events WHERE session_key = {s:UInt64} AND line_no > {l:UInt32}".to_owned(),
+        ),
+        (
+            "retract_turns",
+            "DELETE FROM turns WHERE session_key = {s:UInt64} AND ordinal > {t:UInt32}".to_owned(),
+        ),
+    ];
+    for (name, sql) in statements {
+        db.write(name, &sql)
+            .param("s", session_key)
+            .param("l", after_line)
+            .param("t", keep_turns)
+            .execute(db, db.default_deadline())
+            .await?;
+    }
+    if after_line == 0 {
+        db.write("retract_session", "DELETE FROM sessions WHERE session_key = {s:UInt64}")
+            .param("s", session_key)
+            .execute(db, db.default_deadline())
+            .await?;
+    }
+    Ok(())
+}
+
+/// A row version newer than `previous`: wall-clock nanoseconds, forced to increase.
+pub fn next_version(previous: u64) -> u64 {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    now.max(previous + 1)
+}
