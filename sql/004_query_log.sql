@@ -4,7 +4,7 @@
 CREATE TABLE IF NOT EXISTS search_query_log
 (
     ts             DateTime64(3, 'UTC'),
-    query_id       UUID,
+    query_id       String,
     query          String,
     within_id      String,
     event_types    Array(LowCardinality(String)),
@@ -27,7 +27,7 @@ TTL toDateTime(ts) + INTERVAL 90 DAY;
 CREATE TABLE IF NOT EXISTS search_hit_log
 (
     ts         DateTime64(3, 'UTC'),
-    query_id   UUID,
+    query_id   String,
     rank       UInt8,
     score      Float32,
     event_id   String,

@@ -273,7 +273,7 @@ impl Default for TelemetryConfig {
     fn default() -> Self {
         Self {
             log_format: "text".into(),
-            log_level: "info".into(),
+            log_level: "info,rmcp=warn".into(),
             otlp_endpoint: String::new(),
             service_name: "moraine-mcp".into(),
         }
@@ -311,6 +311,7 @@ impl EmbeddedConfig {
 #[serde(deny_unknown_fields, default)]
 pub struct IngestConfig {
     pub batch_events: usize,
+    pub interval_secs: u64,
     pub max_indexed_bytes: usize,
     pub sources: Vec<SourceConfig>,
     pub redaction: RedactionConfig,
@@ -320,6 +321,7 @@ impl Default for IngestConfig {
     fn default() -> Self {
         Self {
             batch_events: 20_000,
+            interval_secs: 60,
             max_indexed_bytes: 1024 * 1024,
             sources: vec![
                 SourceConfig {
@@ -397,7 +399,8 @@ impl Config {
         let mut table: toml::Table =
             toml::from_str(text).map_err(|e| ConfigError::Parse(e.to_string()))?;
         apply_env_overrides(&mut table, env)?;
-        Config::deserialize(toml::Value::Table(table)).map_err(|e| ConfigError::Parse(e.to_string()))
+        Config::deserialize(toml::Value::Table(table))
+            .map_err(|e| ConfigError::Parse(e.to_string()))
     }
 
     /// Checks every value that serde cannot: addresses, ranges, paths and cross-field rules.
@@ -414,7 +417,10 @@ impl Config {
             ));
         }
         if ["/healthz", "/metrics"].contains(&server.mcp_path.as_str()) {
-            return Err(ConfigError::invalid("server.mcp_path", "collides with a built-in route"));
+            return Err(ConfigError::invalid(
+                "server.mcp_path",
+                "collides with a built-in route",
+            ));
         }
         for host in &server.allowed_hosts {
             if host.is_empty() || host.contains('/') {
@@ -432,12 +438,18 @@ impl Config {
                 ));
             }
         }
-        positive("server.request_body_limit_bytes", server.request_body_limit_bytes)?;
+        positive(
+            "server.request_body_limit_bytes",
+            server.request_body_limit_bytes,
+        )?;
         positive("server.request_timeout_secs", server.request_timeout_secs)?;
         let mut names = std::collections::HashSet::new();
         for token in &self.auth.tokens {
             if token.name.trim().is_empty() {
-                return Err(ConfigError::invalid("auth.tokens", "every token needs a name"));
+                return Err(ConfigError::invalid(
+                    "auth.tokens",
+                    "every token needs a name",
+                ));
             }
             if !names.insert(token.name.as_str()) {
                 return Err(ConfigError::invalid(
@@ -452,7 +464,9 @@ impl Config {
                 ));
             }
         }
-        if !listen.ip().is_loopback() && self.auth.tokens.is_empty() && !server.allow_unauthenticated
+        if !listen.ip().is_loopback()
+            && self.auth.tokens.is_empty()
+            && !server.allow_unauthenticated
         {
             return Err(ConfigError::invalid(
                 "server.listen",
@@ -465,10 +479,16 @@ impl Config {
 
         let ch = &self.clickhouse;
         if !(ch.url.starts_with("http://") || ch.url.starts_with("https://")) {
-            return Err(ConfigError::invalid("clickhouse.url", "must be an http:// or https:// URL"));
+            return Err(ConfigError::invalid(
+                "clickhouse.url",
+                "must be an http:// or https:// URL",
+            ));
         }
         if ch.database.is_empty()
-            || !ch.database.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            || !ch
+                .database
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_')
         {
             return Err(ConfigError::invalid(
                 "clickhouse.database",
@@ -490,13 +510,22 @@ impl Config {
         positive("tools.list_deadline_ms", tools.list_deadline_ms)?;
         positive("tools.open_deadline_ms", tools.open_deadline_ms)?;
         if !(1..=256).contains(&tools.max_query_terms) {
-            return Err(ConfigError::invalid("tools.max_query_terms", "must be between 1 and 256"));
+            return Err(ConfigError::invalid(
+                "tools.max_query_terms",
+                "must be between 1 and 256",
+            ));
         }
         if !(40..=4000).contains(&tools.snippet_chars) {
-            return Err(ConfigError::invalid("tools.snippet_chars", "must be between 40 and 4000"));
+            return Err(ConfigError::invalid(
+                "tools.snippet_chars",
+                "must be between 40 and 4000",
+            ));
         }
         if !(20..=4000).contains(&tools.preview_chars) {
-            return Err(ConfigError::invalid("tools.preview_chars", "must be between 20 and 4000"));
+            return Err(ConfigError::invalid(
+                "tools.preview_chars",
+                "must be between 20 and 4000",
+            ));
         }
 
         let bm25 = &self.bm25;
@@ -525,10 +554,16 @@ impl Config {
 
         let telemetry = &self.telemetry;
         if !["text", "json"].contains(&telemetry.log_format.as_str()) {
-            return Err(ConfigError::invalid("telemetry.log_format", "must be \"text\" or \"json\""));
+            return Err(ConfigError::invalid(
+                "telemetry.log_format",
+                "must be \"text\" or \"json\"",
+            ));
         }
         if tracing_subscriber::EnvFilter::try_new(&telemetry.log_level).is_err() {
-            return Err(ConfigError::invalid("telemetry.log_level", "is not a valid tracing filter"));
+            return Err(ConfigError::invalid(
+                "telemetry.log_level",
+                "is not a valid tracing filter",
+            ));
         }
         if !telemetry.otlp_endpoint.is_empty()
             && !(telemetry.otlp_endpoint.starts_with("http://")
@@ -541,7 +576,10 @@ impl Config {
         }
 
         if self.embedded.data_dir.trim().is_empty() {
-            return Err(ConfigError::invalid("embedded.data_dir", "must not be empty"));
+            return Err(ConfigError::invalid(
+                "embedded.data_dir",
+                "must not be empty",
+            ));
         }
         if self.embedded.port == 0 {
             return Err(ConfigError::invalid("embedded.port", "must not be 0"));
@@ -555,7 +593,10 @@ impl Config {
             ));
         }
         if ingest.max_indexed_bytes < 1024 {
-            return Err(ConfigError::invalid("ingest.max_indexed_bytes", "must be at least 1024"));
+            return Err(ConfigError::invalid(
+                "ingest.max_indexed_bytes",
+                "must be at least 1024",
+            ));
         }
         for source in &ingest.sources {
             if !HARNESSES.contains(&source.harness.as_str()) {
@@ -664,8 +705,12 @@ fn insert(table: &mut toml::Table, path: &[String], value: toml::Value) -> Resul
 }
 
 fn parse_toml_value(raw: &str) -> Result<toml::Value, String> {
-    let wrapped: toml::Table = toml::from_str(&format!("v = {raw}")).map_err(|e| e.message().to_owned())?;
-    wrapped.get("v").cloned().ok_or_else(|| "no value".to_owned())
+    let wrapped: toml::Table =
+        toml::from_str(&format!("v = {raw}")).map_err(|e| e.message().to_owned())?;
+    wrapped
+        .get("v")
+        .cloned()
+        .ok_or_else(|| "no value".to_owned())
 }
 
 #[cfg(test)]
@@ -698,7 +743,10 @@ mod tests {
                     .get(section)
                     .and_then(|s| s.as_table())
                     .is_some_and(|s| s.contains_key(key));
-                assert!(present, "{section}.{key} is missing from config/moraine-mcp.toml");
+                assert!(
+                    present,
+                    "{section}.{key} is missing from config/moraine-mcp.toml"
+                );
             }
         }
     }
@@ -720,7 +768,10 @@ mod tests {
                 ("MORAINE_MCP_CLICKHOUSE__PASSWORD", "123456"),
                 ("MORAINE_MCP_CLICKHOUSE__MAX_CONCURRENT_QUERIES", "3"),
                 ("MORAINE_MCP_SERVER__ALLOWED_HOSTS", "[\"moraine\"]"),
-                ("MORAINE_MCP_AUTH__TOKENS", "[{name = \"ci\", token = \"0123456789abcdef\"}]"),
+                (
+                    "MORAINE_MCP_AUTH__TOKENS",
+                    "[{name = \"ci\", token = \"0123456789abcdef\"}]",
+                ),
                 ("UNRELATED", "x"),
             ]),
         )
@@ -733,9 +784,12 @@ mod tests {
 
     #[test]
     fn test_unknown_env_override_names_the_variable() {
-        let err =
-            Config::from_toml_with_env("", &env(&[("MORAINE_MCP_SERVER__LISTNE", "x")])).unwrap_err();
-        assert!(err.to_string().contains("MORAINE_MCP_SERVER__LISTNE"), "{err}");
+        let err = Config::from_toml_with_env("", &env(&[("MORAINE_MCP_SERVER__LISTNE", "x")]))
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("MORAINE_MCP_SERVER__LISTNE"),
+            "{err}"
+        );
         let err = Config::from_toml_with_env(
             "",
             &env(&[("MORAINE_MCP_CLICKHOUSE__MAX_CONCURRENT_QUERIES", "many")]),
@@ -748,11 +802,23 @@ mod tests {
     fn test_validation_names_the_key() {
         let mut config = Config::default();
         config.bm25.b = 2.0;
-        assert!(config.validate().unwrap_err().to_string().contains("bm25.b"));
+        assert!(
+            config
+                .validate()
+                .unwrap_err()
+                .to_string()
+                .contains("bm25.b")
+        );
 
         let mut config = Config::default();
         config.server.listen = "0.0.0.0:8080".into();
-        assert!(config.validate().unwrap_err().to_string().contains("server.listen"));
+        assert!(
+            config
+                .validate()
+                .unwrap_err()
+                .to_string()
+                .contains("server.listen")
+        );
         config.server.allow_unauthenticated = true;
         config.validate().unwrap();
 
@@ -761,11 +827,23 @@ mod tests {
             name: "short".into(),
             token: "abc".into(),
         });
-        assert!(config.validate().unwrap_err().to_string().contains("auth.tokens"));
+        assert!(
+            config
+                .validate()
+                .unwrap_err()
+                .to_string()
+                .contains("auth.tokens")
+        );
 
         let mut config = Config::default();
         config.ingest.sources[0].harness = "vim".into();
-        assert!(config.validate().unwrap_err().to_string().contains("ingest.sources"));
+        assert!(
+            config
+                .validate()
+                .unwrap_err()
+                .to_string()
+                .contains("ingest.sources")
+        );
     }
 
     #[test]

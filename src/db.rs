@@ -26,6 +26,9 @@ pub enum DbError {
     ResourceExhausted(String),
     #[error("clickhouse rejected the query: {0}")]
     Server(String),
+    /// ClickHouse found the statement itself wrong: a bug in this service, not an outage.
+    #[error("clickhouse rejected the statement: {0}")]
+    Statement(String),
     #[error("unexpected clickhouse response: {0}")]
     Protocol(String),
 }
@@ -39,6 +42,7 @@ impl DbError {
             Self::Unavailable(_) => "unavailable",
             Self::ResourceExhausted(_) => "resource_exhausted",
             Self::Server(_) => "server",
+            Self::Statement(_) => "statement",
             Self::Protocol(_) => "protocol",
         }
     }
@@ -58,7 +62,13 @@ impl DbError {
                     Some(202) => Self::Busy,
                     // MEMORY_LIMIT_EXCEEDED, TOO_MANY_ROWS, TOO_MANY_BYTES, TOO_MANY_ROWS_OR_BYTES
                     Some(241 | 158 | 307 | 396) => Self::ResourceExhausted(first_line),
-                    None if message.starts_with("5") || message.starts_with("4") => Self::Unavailable(first_line),
+                    // Syntax, identifier, type, alias and parameter errors.
+                    Some(6 | 36 | 43 | 47 | 53 | 62 | 179 | 184 | 215 | 386 | 456 | 457) => {
+                        Self::Statement(first_line)
+                    }
+                    None if message.starts_with("5") || message.starts_with("4") => {
+                        Self::Unavailable(first_line)
+                    }
                     _ => Self::Server(first_line),
                 }
             }
@@ -70,7 +80,10 @@ impl DbError {
 /// The exception code in a ClickHouse error text (`Code: 60. DB::Exception: …`).
 fn server_code(message: &str) -> Option<u32> {
     let at = message.find("Code: ")?;
-    let digits: String = message[at + 6..].chars().take_while(char::is_ascii_digit).collect();
+    let digits: String = message[at + 6..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
     digits.parse().ok()
 }
 
@@ -90,7 +103,11 @@ impl managed::Manager for Slots {
         Ok(QuerySlot)
     }
 
-    async fn recycle(&self, _slot: &mut QuerySlot, _metrics: &PoolMetrics) -> RecycleResult<Self::Error> {
+    async fn recycle(
+        &self,
+        _slot: &mut QuerySlot,
+        _metrics: &PoolMetrics,
+    ) -> RecycleResult<Self::Error> {
         Ok(())
     }
 }
@@ -181,9 +198,12 @@ impl Db {
         timeouts.wait = Some(self.queue_timeout.min(remaining));
         let _slot = match self.slots.timeout_get(&timeouts).await {
             Ok(slot) => slot,
-            Err(managed::PoolError::Timeout(_)) if Instant::now() >= deadline => return Err(DbError::Deadline),
+            Err(managed::PoolError::Timeout(_)) if Instant::now() >= deadline => {
+                return Err(DbError::Deadline);
+            }
             Err(managed::PoolError::Timeout(_)) => {
-                self.metrics.observe_query(name, started.elapsed().as_secs_f64(), Some("busy"));
+                self.metrics
+                    .observe_query(name, started.elapsed().as_secs_f64(), Some("busy"));
                 return Err(DbError::Busy);
             }
             Err(e) => return Err(DbError::Protocol(e.to_string())),
@@ -195,12 +215,19 @@ impl Db {
             Err(_) => Err(DbError::Deadline),
         };
         let kind = result.as_ref().err().map(DbError::kind);
-        self.metrics.observe_query(name, started.elapsed().as_secs_f64(), kind);
+        self.metrics
+            .observe_query(name, started.elapsed().as_secs_f64(), kind);
         result
     }
 
     /// Inserts `rows` into `table` in one request, under a slot and the general query timeout.
-    pub async fn insert<T>(&self, name: &'static str, table: &str, rows: &[T], settings: &[(&str, &str)]) -> Result<(), DbError>
+    pub async fn insert<T>(
+        &self,
+        name: &'static str,
+        table: &str,
+        rows: &[T],
+        settings: &[(&str, &str)],
+    ) -> Result<(), DbError>
     where
         T: clickhouse::Row + Serialize + for<'r> clickhouse::Row<Value<'r> = T>,
     {
@@ -232,13 +259,25 @@ impl Db {
         }
     }
 
+    /// The applied schema version, without taking a query slot: health checks must answer even
+    /// when every slot is busy. Also serves as the liveness probe.
+    pub async fn schema_version_unqueued(&self) -> Result<u32, DbError> {
+        self.client
+            .query("SELECT max(version) FROM schema_migrations")
+            .with_setting("readonly", "2")
+            .fetch_one::<u32>()
+            .await
+            .map_err(DbError::from_clickhouse)
+    }
+
     /// Pings until ClickHouse answers or `wait` has passed, backing off between attempts.
     pub async fn wait_until_ready(&self, wait: Duration) -> Result<(), DbError> {
         let give_up = Instant::now() + wait;
         let mut pause = Duration::from_millis(100);
         loop {
             match self.ping(Duration::from_secs(2)).await {
-                Ok(()) => return Ok(()),
+                // An exception (say, the database is not created yet) means the server answered.
+                Ok(()) | Err(DbError::Server(_)) => return Ok(()),
                 Err(e) if Instant::now() + pause >= give_up => return Err(e),
                 Err(e) => {
                     tracing::info!(error = %e, retry_in_ms = pause.as_millis() as u64, "waiting for clickhouse");
@@ -299,7 +338,8 @@ impl Query {
         T: clickhouse::RowOwned + clickhouse::RowRead,
     {
         let query = with_time_limit(self.inner, deadline);
-        db.run(self.name, deadline, query.fetch_optional::<T>()).await
+        db.run(self.name, deadline, query.fetch_optional::<T>())
+            .await
     }
 
     /// Runs a statement, within `deadline`.
@@ -311,7 +351,10 @@ impl Query {
 
 /// Makes ClickHouse stop the query at the deadline too, so an abandoned query frees the server.
 fn with_time_limit(query: clickhouse::query::Query, deadline: Instant) -> clickhouse::query::Query {
-    let seconds = deadline.saturating_duration_since(Instant::now()).as_secs_f64().max(0.001);
+    let seconds = deadline
+        .saturating_duration_since(Instant::now())
+        .as_secs_f64()
+        .max(0.001);
     query.with_setting("max_execution_time", format!("{seconds:.3}"))
 }
 
@@ -321,11 +364,24 @@ mod tests {
 
     #[test]
     fn test_errors_are_classified_by_code() {
-        let bad = |m: &str| DbError::from_clickhouse(clickhouse::error::Error::BadResponse(m.into()));
-        assert!(matches!(bad("Code: 159. DB::Exception: Timeout exceeded"), DbError::Deadline));
-        assert!(matches!(bad("Code: 241. DB::Exception: Memory limit"), DbError::ResourceExhausted(_)));
-        assert!(matches!(bad("Code: 60. DB::Exception: Table x does not exist"), DbError::Server(_)));
-        assert!(matches!(bad("503 Service Unavailable"), DbError::Unavailable(_)));
+        let bad =
+            |m: &str| DbError::from_clickhouse(clickhouse::error::Error::BadResponse(m.into()));
+        assert!(matches!(
+            bad("Code: 159. DB::Exception: Timeout exceeded"),
+            DbError::Deadline
+        ));
+        assert!(matches!(
+            bad("Code: 241. DB::Exception: Memory limit"),
+            DbError::ResourceExhausted(_)
+        ));
+        assert!(matches!(
+            bad("Code: 60. DB::Exception: Table x does not exist"),
+            DbError::Server(_)
+        ));
+        assert!(matches!(
+            bad("503 Service Unavailable"),
+            DbError::Unavailable(_)
+        ));
         assert_eq!(server_code("x Code: 202. y"), Some(202));
     }
 }

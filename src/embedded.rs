@@ -51,7 +51,8 @@ impl Environment {
     pub fn ensure(dir: &Path, python: &str) -> Result<Self, EngineError> {
         std::fs::create_dir_all(dir).map_err(io(format!("create {}", dir.display())))?;
         let lock_path = dir.join(".lock");
-        let lock = std::fs::File::create(&lock_path).map_err(io(format!("create {}", lock_path.display())))?;
+        let lock = std::fs::File::create(&lock_path)
+            .map_err(io(format!("create {}", lock_path.display())))?;
         lock.lock().map_err(io("lock the engine directory"))?;
 
         let venv = dir.join("venv");
@@ -60,16 +61,31 @@ impl Environment {
         let wanted = hex_digest(REQUIREMENTS);
         let current = std::fs::read_to_string(&marker).unwrap_or_default();
         if current.trim() != wanted || !venv_python.exists() {
-            eprintln!("setting up the embedded ClickHouse in {} (first run only; downloads about 200 MB)", venv.display());
+            eprintln!(
+                "setting up the embedded ClickHouse in {} (first run only; downloads about 200 MB)",
+                venv.display()
+            );
             if venv.exists() {
                 std::fs::remove_dir_all(&venv).map_err(io(format!("remove {}", venv.display())))?;
             }
-            run(Command::new(python).args(["-m", "venv"]).arg(&venv), &format!("create a virtual environment with {python}"))?;
+            run(
+                Command::new(python).args(["-m", "venv"]).arg(&venv),
+                &format!("create a virtual environment with {python}"),
+            )?;
             let requirements = dir.join("requirements.txt");
-            std::fs::write(&requirements, REQUIREMENTS).map_err(io(format!("write {}", requirements.display())))?;
+            std::fs::write(&requirements, REQUIREMENTS)
+                .map_err(io(format!("write {}", requirements.display())))?;
             run(
                 Command::new(&venv_python)
-                    .args(["-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--require-hashes", "-r"])
+                    .args([
+                        "-m",
+                        "pip",
+                        "install",
+                        "--disable-pip-version-check",
+                        "--no-input",
+                        "--require-hashes",
+                        "-r",
+                    ])
                     .arg(&requirements),
                 "install the embedded ClickHouse (chdb-core) from PyPI",
             )?;
@@ -77,7 +93,8 @@ impl Environment {
         }
         let script = dir.join("chgateway.py");
         if std::fs::read_to_string(&script).ok().as_deref() != Some(GATEWAY_SCRIPT) {
-            std::fs::write(&script, GATEWAY_SCRIPT).map_err(io(format!("write {}", script.display())))?;
+            std::fs::write(&script, GATEWAY_SCRIPT)
+                .map_err(io(format!("write {}", script.display())))?;
         }
         drop(lock);
         Ok(Self {
@@ -98,7 +115,12 @@ pub struct Engine {
 impl Engine {
     /// Starts the gateway on 127.0.0.1:`port` (0 picks a free port) over the database in
     /// `data_dir`, and waits until it listens. Its log goes to `log_path`.
-    pub fn start(env: &Environment, data_dir: &Path, port: u16, log_path: &Path) -> Result<Self, EngineError> {
+    pub fn start(
+        env: &Environment,
+        data_dir: &Path,
+        port: u16,
+        log_path: &Path,
+    ) -> Result<Self, EngineError> {
         std::fs::create_dir_all(data_dir).map_err(io(format!("create {}", data_dir.display())))?;
         let log = std::fs::OpenOptions::new()
             .create(true)
@@ -133,7 +155,12 @@ impl Engine {
         let line = match rx.recv_timeout(START_TIMEOUT) {
             Ok(Some(Ok(line))) => line,
             Ok(_) => return Err(EngineError::Start(engine.exit_report())),
-            Err(_) => return Err(EngineError::Start(format!("no answer within {START_TIMEOUT:?}; {}", engine.exit_report()))),
+            Err(_) => {
+                return Err(EngineError::Start(format!(
+                    "no answer within {START_TIMEOUT:?}; {}",
+                    engine.exit_report()
+                )));
+            }
         };
         let port = line
             .strip_prefix("listening 127.0.0.1:")
@@ -185,7 +212,11 @@ impl Engine {
         }
         let tail: Vec<&str> = log.lines().rev().take(15).collect();
         let tail: Vec<&str> = tail.into_iter().rev().collect();
-        format!("exit status {status}; log {}:\n{}", self.log_path.display(), tail.join("\n"))
+        format!(
+            "exit status {status}; log {}:\n{}",
+            self.log_path.display(),
+            tail.join("\n")
+        )
     }
 }
 
@@ -196,7 +227,10 @@ impl Drop for Engine {
 }
 
 fn hex_digest(text: &str) -> String {
-    Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// Runs a setup command, showing its output only when it fails.
@@ -213,5 +247,9 @@ fn run(command: &mut Command, what: &str) -> Result<(), EngineError> {
         detail = String::from_utf8_lossy(&output.stdout).into_owned();
     }
     let _ = std::io::stderr().flush();
-    Err(EngineError::Setup(format!("cannot {what} ({}):\n{}", output.status, detail.trim())))
+    Err(EngineError::Setup(format!(
+        "cannot {what} ({}):\n{}",
+        output.status,
+        detail.trim()
+    )))
 }

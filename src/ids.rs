@@ -61,17 +61,20 @@ impl Id {
         let unknown = IdError::Unknown(kind);
         match kind {
             IdKind::Session => {
-                let value = decode(token.strip_prefix("ses_").ok_or(unknown)?, 13).ok_or(unknown)?;
+                let value =
+                    decode(token.strip_prefix("ses_").ok_or(unknown)?, 13).ok_or(unknown)?;
                 let session = u64::try_from(value).map_err(|_| unknown)?;
                 Ok(Self::Session { session })
             }
             IdKind::Turn => {
-                let value = decode(token.strip_prefix("turn_").ok_or(unknown)?, 26).ok_or(unknown)?;
+                let value =
+                    decode(token.strip_prefix("turn_").ok_or(unknown)?, 26).ok_or(unknown)?;
                 let (session, turn) = split_u128(value);
                 Ok(Self::Turn { session, turn })
             }
             IdKind::Event => {
-                let value = decode(token.strip_prefix("evt_").ok_or(unknown)?, 26).ok_or(unknown)?;
+                let value =
+                    decode(token.strip_prefix("evt_").ok_or(unknown)?, 26).ok_or(unknown)?;
                 let (session, event) = split_u128(value);
                 Ok(Self::Event { session, event })
             }
@@ -83,8 +86,12 @@ impl std::fmt::Display for Id {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match *self {
             Self::Session { session } => write!(f, "session:ses_{}", encode(session as u128, 13)),
-            Self::Turn { session, turn } => write!(f, "turn:turn_{}", encode(join_u128(session, turn), 26)),
-            Self::Event { session, event } => write!(f, "event:evt_{}", encode(join_u128(session, event), 26)),
+            Self::Turn { session, turn } => {
+                write!(f, "turn:turn_{}", encode(join_u128(session, turn), 26))
+            }
+            Self::Event { session, event } => {
+                write!(f, "event:evt_{}", encode(join_u128(session, event), 26))
+            }
         }
     }
 }
@@ -165,8 +172,14 @@ mod tests {
         for id in [
             Id::Session { session: 0 },
             Id::Session { session: u64::MAX },
-            Id::Turn { session: 42, turn: u64::MAX },
-            Id::Event { session: u64::MAX, event: 7 },
+            Id::Turn {
+                session: 42,
+                turn: u64::MAX,
+            },
+            Id::Event {
+                session: u64::MAX,
+                event: 7,
+            },
         ] {
             assert_eq!(Id::parse(&id.to_string()), Ok(id), "{id}");
         }
@@ -184,7 +197,15 @@ mod tests {
 
     #[test]
     fn test_malformed_versus_unknown() {
-        for bad in ["", "not-a-valid-id", "session:", "session:a b", "thread:abc", "event:é", "session"] {
+        for bad in [
+            "",
+            "not-a-valid-id",
+            "session:",
+            "session:a b",
+            "thread:abc",
+            "event:é",
+            "session",
+        ] {
             assert_eq!(Id::parse(bad), Err(IdError::Malformed), "{bad:?}");
         }
         let long = format!("event:{}", "a".repeat(129));
@@ -194,11 +215,20 @@ mod tests {
             Id::parse("event:evt_01J9DOESNOTEXIST000000000000"),
             Err(IdError::Unknown(IdKind::Event))
         );
-        assert_eq!(Id::parse("session:ses_zzzzzzzzzzzzz"), Err(IdError::Unknown(IdKind::Session)));
-        assert_eq!(Id::parse("session:ses_ZZZZZZZZZZZZZ"), Err(IdError::Unknown(IdKind::Session)));
+        assert_eq!(
+            Id::parse("session:ses_zzzzzzzzzzzzz"),
+            Err(IdError::Unknown(IdKind::Session))
+        );
+        assert_eq!(
+            Id::parse("session:ses_ZZZZZZZZZZZZZ"),
+            Err(IdError::Unknown(IdKind::Session))
+        );
         let turn_as_event = turn_id(1, 2).replace("turn:turn_", "event:evt_");
         assert!(Id::parse(&turn_as_event).is_ok());
         let event_under_turn = event_id(1, 2).replace("event:", "turn:");
-        assert_eq!(Id::parse(&event_under_turn), Err(IdError::Unknown(IdKind::Turn)));
+        assert_eq!(
+            Id::parse(&event_under_turn),
+            Err(IdError::Unknown(IdKind::Turn))
+        );
     }
 }

@@ -77,7 +77,12 @@ pub enum IngestError {
 }
 
 /// Ingests `files` into the database behind `db`.
-pub async fn run(config: &Config, db: &Db, files: Vec<LogFile>, show_progress: bool) -> Result<Summary, IngestError> {
+pub async fn run(
+    config: &Config,
+    db: &Db,
+    files: Vec<LogFile>,
+    show_progress: bool,
+) -> Result<Summary, IngestError> {
     let started = Instant::now();
     let redactor = redact::Redactor::new(&config.ingest.redaction)?;
     let keys: Vec<u64> = files.iter().map(|f| f.session_key).collect();
@@ -130,8 +135,12 @@ pub async fn run(config: &Config, db: &Db, files: Vec<LogFile>, show_progress: b
         reader.finish()
     });
 
-    let read_result = reading.await.map_err(|e| IngestError::Reader(e.to_string()))?;
-    let write_result = writer.await.map_err(|e| IngestError::Reader(e.to_string()))?;
+    let read_result = reading
+        .await
+        .map_err(|e| IngestError::Reader(e.to_string()))?;
+    let write_result = writer
+        .await
+        .map_err(|e| IngestError::Reader(e.to_string()))?;
     progress.finish_and_clear();
     write_result?;
     let counters = read_result.map_err(|e| IngestError::Reader(e.to_string()))?;

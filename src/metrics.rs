@@ -6,7 +6,8 @@
 use std::sync::Arc;
 
 use prometheus::{
-    Encoder as _, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
+    Encoder as _, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts,
+    Registry, TextEncoder,
 };
 
 use crate::config::SlaConfig;
@@ -30,7 +31,11 @@ pub fn latency_buckets(sla: &SlaConfig) -> Vec<f64> {
         .chain(SPEC_TARGETS_SECONDS.iter())
         .chain(TAIL_EDGES_SECONDS.iter())
         .copied()
-        .chain(sla.all_targets_ms().into_iter().map(|ms| ms as f64 / 1000.0))
+        .chain(
+            sla.all_targets_ms()
+                .into_iter()
+                .map(|ms| ms as f64 / 1000.0),
+        )
         .collect();
     edges.sort_by(f64::total_cmp);
     edges.dedup_by(|a, b| (*a - *b).abs() < 1e-9);
@@ -60,17 +65,25 @@ struct Inner {
 
 impl Metrics {
     pub fn new(sla: &SlaConfig) -> Self {
-        let registry = Registry::new_custom(Some("moraine_mcp".into()), None).expect("valid prefix");
+        let registry =
+            Registry::new_custom(Some("moraine_mcp".into()), None).expect("valid prefix");
         let buckets = latency_buckets(sla);
         let histogram = |name: &str, help: &str, labels: &[&str]| {
-            let h = HistogramVec::new(HistogramOpts::new(name, help).buckets(buckets.clone()), labels)
-                .expect("valid histogram");
-            registry.register(Box::new(h.clone())).expect("unique metric");
+            let h = HistogramVec::new(
+                HistogramOpts::new(name, help).buckets(buckets.clone()),
+                labels,
+            )
+            .expect("valid histogram");
+            registry
+                .register(Box::new(h.clone()))
+                .expect("unique metric");
             h
         };
         let counter = |name: &str, help: &str, labels: &[&str]| {
             let c = IntCounterVec::new(Opts::new(name, help), labels).expect("valid counter");
-            registry.register(Box::new(c.clone())).expect("unique metric");
+            registry
+                .register(Box::new(c.clone()))
+                .expect("unique metric");
             c
         };
         let tool_duration = histogram(
@@ -78,7 +91,11 @@ impl Metrics {
             "MCP tool call latency, from receipt to serialised response",
             &["tool", "outcome"],
         );
-        let tool_calls = counter("tool_calls_total", "MCP tool calls by tool and outcome (ok or the error code)", &["tool", "outcome"]);
+        let tool_calls = counter(
+            "tool_calls_total",
+            "MCP tool calls by tool and outcome (ok or the error code)",
+            &["tool", "outcome"],
+        );
         let tool_sla = counter(
             "tool_sla_total",
             "MCP tool calls by whether they met the SLA target reported in performance.met_sla",
@@ -89,27 +106,59 @@ impl Metrics {
             "ClickHouse query latency by query name",
             &["query"],
         );
-        let queries_in_flight = IntGauge::new("clickhouse_queries_in_flight", "ClickHouse queries running now")
-            .expect("valid gauge");
-        registry.register(Box::new(queries_in_flight.clone())).expect("unique metric");
-        let query_errors = counter("clickhouse_query_errors_total", "Failed ClickHouse queries by query and kind", &["query", "kind"]);
+        let queries_in_flight = IntGauge::new(
+            "clickhouse_queries_in_flight",
+            "ClickHouse queries running now",
+        )
+        .expect("valid gauge");
+        registry
+            .register(Box::new(queries_in_flight.clone()))
+            .expect("unique metric");
+        let query_errors = counter(
+            "clickhouse_query_errors_total",
+            "Failed ClickHouse queries by query and kind",
+            &["query", "kind"],
+        );
         let pool = IntGaugeVec::new(
-            Opts::new("clickhouse_pool_slots", "ClickHouse query slots: max, size, available and waiting"),
+            Opts::new(
+                "clickhouse_pool_slots",
+                "ClickHouse query slots: max, size, available and waiting",
+            ),
             &["state"],
         )
         .expect("valid gauge");
-        registry.register(Box::new(pool.clone())).expect("unique metric");
-        let http_requests = counter("http_requests_total", "HTTP requests by route, method and status", &["route", "method", "status"]);
-        let http_duration = histogram("http_request_duration_seconds", "HTTP request latency to response head", &["route", "method"]);
-        let auth = counter("auth_requests_total", "MCP endpoint authentication by token name and result", &["token", "result"]);
+        registry
+            .register(Box::new(pool.clone()))
+            .expect("unique metric");
+        let http_requests = counter(
+            "http_requests_total",
+            "HTTP requests by route, method and status",
+            &["route", "method", "status"],
+        );
+        let http_duration = histogram(
+            "http_request_duration_seconds",
+            "HTTP request latency to response head",
+            &["route", "method"],
+        );
+        let auth = counter(
+            "auth_requests_total",
+            "MCP endpoint authentication by token name and result",
+            &["token", "result"],
+        );
         let query_log_dropped = counter(
             "query_log_failures_total",
             "Search log rows not written (queue full or insert failed)",
             &["reason"],
         );
-        let build_info = IntGaugeVec::new(Opts::new("build_info", "Build information"), &["version"]).expect("valid gauge");
-        registry.register(Box::new(build_info.clone())).expect("unique metric");
-        build_info.with_label_values(&[env!("CARGO_PKG_VERSION")]).set(1);
+        let build_info =
+            IntGaugeVec::new(Opts::new("build_info", "Build information"), &["version"])
+                .expect("valid gauge");
+        registry
+            .register(Box::new(build_info.clone()))
+            .expect("unique metric");
+        build_info
+            .with_label_values(&[env!("CARGO_PKG_VERSION")])
+            .set(1);
         Self {
             inner: Arc::new(Inner {
                 registry,
@@ -129,8 +178,14 @@ impl Metrics {
     }
 
     pub fn observe_tool(&self, tool: &str, outcome: &str, seconds: f64, met_sla: bool) {
-        self.inner.tool_duration.with_label_values(&[tool, outcome]).observe(seconds);
-        self.inner.tool_calls.with_label_values(&[tool, outcome]).inc();
+        self.inner
+            .tool_duration
+            .with_label_values(&[tool, outcome])
+            .observe(seconds);
+        self.inner
+            .tool_calls
+            .with_label_values(&[tool, outcome])
+            .inc();
         self.inner
             .tool_sla
             .with_label_values(&[tool, if met_sla { "true" } else { "false" }])
@@ -138,9 +193,15 @@ impl Metrics {
     }
 
     pub fn observe_query(&self, query: &str, seconds: f64, error_kind: Option<&str>) {
-        self.inner.query_duration.with_label_values(&[query]).observe(seconds);
+        self.inner
+            .query_duration
+            .with_label_values(&[query])
+            .observe(seconds);
         if let Some(kind) = error_kind {
-            self.inner.query_errors.with_label_values(&[query, kind]).inc();
+            self.inner
+                .query_errors
+                .with_label_values(&[query, kind])
+                .inc();
         }
     }
 
@@ -154,8 +215,10 @@ impl Metrics {
         let pool = &self.inner.pool;
         pool.with_label_values(&["max"]).set(status.max_size as i64);
         pool.with_label_values(&["size"]).set(status.size as i64);
-        pool.with_label_values(&["available"]).set(status.available as i64);
-        pool.with_label_values(&["waiting"]).set(status.waiting as i64);
+        pool.with_label_values(&["available"])
+            .set(status.available as i64);
+        pool.with_label_values(&["waiting"])
+            .set(status.waiting as i64);
     }
 
     pub fn observe_http(&self, route: &str, method: &str, status: u16, seconds: f64) {
@@ -163,15 +226,24 @@ impl Metrics {
             .http_requests
             .with_label_values(&[route, method, &status.to_string()])
             .inc();
-        self.inner.http_duration.with_label_values(&[route, method]).observe(seconds);
+        self.inner
+            .http_duration
+            .with_label_values(&[route, method])
+            .observe(seconds);
     }
 
     pub fn observe_auth(&self, token_name: &str, result: &str) {
-        self.inner.auth.with_label_values(&[token_name, result]).inc();
+        self.inner
+            .auth
+            .with_label_values(&[token_name, result])
+            .inc();
     }
 
     pub fn query_log_failure(&self, reason: &str, rows: u64) {
-        self.inner.query_log_dropped.with_label_values(&[reason]).inc_by(rows);
+        self.inner
+            .query_log_dropped
+            .with_label_values(&[reason])
+            .inc_by(rows);
     }
 
     /// The Prometheus text exposition of every metric.

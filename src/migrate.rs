@@ -3,8 +3,8 @@
 
 use sha2::{Digest, Sha256};
 
-use crate::db::{Db, DbError, base_client};
 use crate::config::ClickHouseConfig;
+use crate::db::{Db, DbError, base_client};
 
 /// One migration file, embedded in the binary.
 pub struct Migration {
@@ -41,7 +41,9 @@ pub fn latest_version() -> u32 {
 pub enum MigrateError {
     #[error(transparent)]
     Db(#[from] DbError),
-    #[error("migration {version} ({name}) was changed after it was applied: checksum {applied} in the database, {current} in this build")]
+    #[error(
+        "migration {version} ({name}) was changed after it was applied: checksum {applied} in the database, {current} in this build"
+    )]
     Edited {
         version: u32,
         name: String,
@@ -79,9 +81,14 @@ pub async fn migrate(config: &ClickHouseConfig, db: &Db) -> Result<MigrateReport
         .execute()
         .await
         .map_err(DbError::from_clickhouse)?;
-    db.write("migrate_table", CREATE_MIGRATIONS_TABLE).execute(db, deadline).await?;
+    db.write("migrate_table", CREATE_MIGRATIONS_TABLE)
+        .execute(db, deadline)
+        .await?;
     let applied: Vec<Applied> = db
-        .read("migrate_applied", "SELECT version, checksum FROM schema_migrations ORDER BY version")
+        .read(
+            "migrate_applied",
+            "SELECT version, checksum FROM schema_migrations ORDER BY version",
+        )
         .fetch_all(db, deadline)
         .await?;
     if let Some(newest) = applied.iter().map(|a| a.version).max() {
@@ -121,20 +128,15 @@ pub async fn migrate(config: &ClickHouseConfig, db: &Db) -> Result<MigrateReport
         .param("c", &checksum)
         .execute(db, db.default_deadline())
         .await?;
-        tracing::info!(version = migration.version, name = migration.name, "applied migration");
+        tracing::info!(
+            version = migration.version,
+            name = migration.name,
+            "applied migration"
+        );
         report.applied.push(migration.version);
     }
     db.client().clear_cached_metadata().await;
     Ok(report)
-}
-
-/// The schema version recorded in the database (0 when none).
-pub async fn current_version(db: &Db, deadline: std::time::Instant) -> Result<u32, DbError> {
-    let version: Option<u32> = db
-        .read("schema_version", "SELECT max(version) FROM schema_migrations")
-        .fetch_optional(db, deadline)
-        .await?;
-    Ok(version.unwrap_or(0))
 }
 
 fn checksum(sql: &str) -> String {
@@ -180,7 +182,10 @@ mod tests {
             .filter(|n| n.ends_with(".sql"))
             .collect();
         files.sort();
-        let listed: Vec<String> = MIGRATIONS.iter().map(|m| format!("{}.sql", m.name)).collect();
+        let listed: Vec<String> = MIGRATIONS
+            .iter()
+            .map(|m| format!("{}.sql", m.name))
+            .collect();
         assert_eq!(files, listed);
         for (i, m) in MIGRATIONS.iter().enumerate() {
             assert_eq!(m.version as usize, i + 1);
@@ -191,7 +196,10 @@ mod tests {
     #[test]
     fn test_statements_split() {
         let sql = "-- comment; here\nCREATE TABLE a (x UInt8)\nENGINE = Null;\n\nSELECT 1;\n";
-        assert_eq!(statements(sql), ["CREATE TABLE a (x UInt8)\nENGINE = Null", "SELECT 1"]);
+        assert_eq!(
+            statements(sql),
+            ["CREATE TABLE a (x UInt8)\nENGINE = Null", "SELECT 1"]
+        );
         for m in MIGRATIONS {
             assert!(!statements(m.sql).is_empty());
         }

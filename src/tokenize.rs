@@ -275,7 +275,10 @@ impl Indexer {
         pairs.sort_unstable_by_key(|&(t, _)| t);
         DocTerms {
             terms: pairs.iter().map(|&(t, _)| t).collect(),
-            tfs: pairs.iter().map(|&(_, c)| c.min(u16::MAX as u32) as u16).collect(),
+            tfs: pairs
+                .iter()
+                .map(|&(_, c)| c.min(u16::MAX as u32) as u16)
+                .collect(),
             doc_len: len.min(u16::MAX as u32) as u16,
         }
     }
@@ -291,31 +294,54 @@ mod tests {
 
     #[test]
     fn test_ascii_words_and_lengths() {
-        assert_eq!(terms("Fix the migration, a b 42!"), ["fix", "the", "migration", "42"]);
+        assert_eq!(
+            terms("Fix the migration, a b 42!"),
+            ["fix", "the", "migration", "42"]
+        );
     }
 
     #[test]
     fn test_identifiers_yield_parts() {
-        assert_eq!(terms("run_migration"), ["run_migration", "run", "migration"]);
-        assert_eq!(terms("parseHTTPResponse"), ["parsehttpresponse", "parse", "http", "response"]);
+        assert_eq!(
+            terms("run_migration"),
+            ["run_migration", "run", "migration"]
+        );
+        assert_eq!(
+            terms("parseHTTPResponse"),
+            ["parsehttpresponse", "parse", "http", "response"]
+        );
         assert_eq!(terms("src/main.rs"), ["src", "main", "rs"]);
         assert_eq!(terms("utf8"), ["utf8", "utf"]);
     }
 
     #[test]
     fn test_accents_fold() {
-        assert_eq!(terms("Café Überprüfung migração"), ["cafe", "uberprufung", "migracao"]);
+        assert_eq!(
+            terms("Café Überprüfung migração"),
+            ["cafe", "uberprufung", "migracao"]
+        );
         assert_eq!(query_terms("cafe"), query_terms("CAFÉ"));
     }
 
     #[test]
     fn test_cjk_bigrams() {
-        assert_eq!(terms("数据库迁移失败"), ["数据", "据库", "库迁", "迁移", "移失", "失败"]);
+        assert_eq!(
+            terms("数据库迁移失败"),
+            ["数据", "据库", "库迁", "迁移", "移失", "失败"]
+        );
         assert_eq!(terms("修复 数据库"), ["修复", "数据", "据库"]);
-        assert_eq!(terms("データベースの移行"), ["デー", "ータ", "タベ", "ベー", "ース", "スの", "の移", "移行"]);
+        assert_eq!(
+            terms("データベースの移行"),
+            [
+                "デー", "ータ", "タベ", "ベー", "ース", "スの", "の移", "移行"
+            ]
+        );
         assert_eq!(terms("字"), ["字"]);
         // Mixed runs split at script changes.
-        assert_eq!(terms("ClickHouse数据库"), ["clickhouse", "click", "house", "数据", "据库"]);
+        assert_eq!(
+            terms("ClickHouse数据库"),
+            ["clickhouse", "click", "house", "数据", "据库"]
+        );
     }
 
     #[test]
@@ -339,7 +365,11 @@ mod tests {
     fn test_doc_terms_are_distinct_and_counted() {
         let doc = Indexer::default().index("cargo test cargo build cargo");
         assert_eq!(doc.doc_len, 5);
-        let cargo = doc.terms.iter().position(|&t| t == term_hash("cargo")).unwrap();
+        let cargo = doc
+            .terms
+            .iter()
+            .position(|&t| t == term_hash("cargo"))
+            .unwrap();
         assert_eq!(doc.tfs[cargo], 3);
         assert_eq!(doc.terms.len(), 3);
     }

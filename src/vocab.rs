@@ -4,7 +4,19 @@ use serde::{Deserialize, Serialize};
 
 /// Normalised event types. The discriminants are stored in ClickHouse (`Enum8` and postings'
 /// `kind`), so they never change; the declaration order is the canonical order of the spec.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 #[repr(u8)]
 pub enum EventType {
@@ -94,7 +106,12 @@ pub enum SessionMode {
 }
 
 impl SessionMode {
-    pub const ALL: [SessionMode; 4] = [Self::WebSearch, Self::McpInternal, Self::ToolCalling, Self::Chat];
+    pub const ALL: [SessionMode; 4] = [
+        Self::WebSearch,
+        Self::McpInternal,
+        Self::ToolCalling,
+        Self::Chat,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {

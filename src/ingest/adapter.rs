@@ -33,7 +33,8 @@ impl ToolNames {
         if self.calls.len() >= TOOL_MEMORY {
             self.calls.remove(0);
         }
-        self.calls.push((call_id.to_owned(), name.to_owned(), is_self));
+        self.calls
+            .push((call_id.to_owned(), name.to_owned(), is_self));
     }
 
     /// The tool name and self-tool flag of a call.

@@ -11,7 +11,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::adapter::{AdapterOutput, ToolNames};
-use super::draft::{Draft, Ending, SelfTools, content_text, exit_code_in_text, is_web_search, parse_ts, render_call};
+use super::draft::{
+    Draft, Ending, SelfTools, content_text, exit_code_in_text, is_web_search, parse_ts, render_call,
+};
 use crate::vocab::EventType;
 
 /// User text that is the harness talking, not the user.
@@ -48,7 +50,11 @@ impl Claude<'_> {
         if let Some(cwd) = record.get("cwd").and_then(Value::as_str) {
             out.cwd = Some(cwd.to_owned());
         }
-        let sidechain = record.get("isSidechain").and_then(Value::as_bool).unwrap_or(false) && !self.subagent_file;
+        let sidechain = record
+            .get("isSidechain")
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+            && !self.subagent_file;
         let kind = record.get("type").and_then(Value::as_str).unwrap_or("");
         let mut drafts = Vec::new();
         match kind {
@@ -56,16 +62,17 @@ impl Claude<'_> {
             "assistant" => self.assistant(record, ts, raw, &mut drafts),
             "system" => {
                 let subtype = record.get("subtype").and_then(Value::as_str).unwrap_or("");
-                let text = record
-                    .get("content")
-                    .map(content_text)
-                    .unwrap_or_default();
+                let text = record.get("content").map(content_text).unwrap_or_default();
                 let event_type = if subtype == "compact_boundary" {
                     EventType::Compaction
                 } else {
                     EventType::System
                 };
-                let text = if text.is_empty() { subtype.replace('_', " ") } else { text };
+                let text = if text.is_empty() {
+                    subtype.replace('_', " ")
+                } else {
+                    text
+                };
                 drafts.push(Draft::new(event_type, ts, text, raw.to_owned()));
             }
             "summary" => {
@@ -83,13 +90,23 @@ impl Claude<'_> {
                 }
             }
             "progress" | "file-history-snapshot" | "attachment" | "last-prompt" => {
-                drafts.push(Draft::new(EventType::System, ts, kind.replace('-', " "), raw.to_owned()));
+                drafts.push(Draft::new(
+                    EventType::System,
+                    ts,
+                    kind.replace('-', " "),
+                    raw.to_owned(),
+                ));
             }
             "queue-operation" => {
                 let text = record.get("content").map(content_text).unwrap_or_default();
                 drafts.push(Draft::new(EventType::Runtime, ts, text, raw.to_owned()));
             }
-            _ => drafts.push(Draft::new(EventType::Unknown, ts, String::new(), raw.to_owned())),
+            _ => drafts.push(Draft::new(
+                EventType::Unknown,
+                ts,
+                String::new(),
+                raw.to_owned(),
+            )),
         }
         for mut draft in drafts {
             if sidechain {
@@ -103,7 +120,10 @@ impl Claude<'_> {
 
     fn user(&mut self, record: &Value, ts: Option<i64>, raw: &str, drafts: &mut Vec<Draft>) {
         let flag = |k: &str| record.get(k).and_then(Value::as_bool).unwrap_or(false);
-        let content = record.get("message").and_then(|m| m.get("content")).unwrap_or(&Value::Null);
+        let content = record
+            .get("message")
+            .and_then(|m| m.get("content"))
+            .unwrap_or(&Value::Null);
         let blocks: Vec<Value> = match content {
             Value::Array(blocks) => blocks.clone(),
             Value::String(s) => vec![serde_json::json!({"type": "text", "text": s})],
@@ -111,14 +131,26 @@ impl Claude<'_> {
         };
         let single = blocks.len() == 1;
         for (index, block) in blocks.iter().enumerate() {
-            let raw = if single { raw.to_owned() } else { narrow(record, index) };
+            let raw = if single {
+                raw.to_owned()
+            } else {
+                narrow(record, index)
+            };
             match block.get("type").and_then(Value::as_str).unwrap_or("") {
                 "tool_result" => {
-                    let call_id = block.get("tool_use_id").and_then(Value::as_str).unwrap_or("").to_owned();
+                    let call_id = block
+                        .get("tool_use_id")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_owned();
                     let text = block.get("content").map(content_text).unwrap_or_default();
                     let mut draft = Draft::new(EventType::ToolResponse, ts, text, raw);
-                    draft.is_error = block.get("is_error").and_then(Value::as_bool).unwrap_or(false);
-                    draft.exit_code = exit_code_in_text(&draft.text).or(if draft.is_error { None } else { Some(0) })
+                    draft.is_error = block
+                        .get("is_error")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false);
+                    draft.exit_code = exit_code_in_text(&draft.text)
+                        .or(if draft.is_error { None } else { Some(0) })
                         .filter(|_| self.is_command_tool(&call_id));
                     if let Some((name, is_self)) = self.state.tools.lookup(&call_id) {
                         draft.tool_name = name;
@@ -128,7 +160,11 @@ impl Claude<'_> {
                     drafts.push(draft);
                 }
                 "text" => {
-                    let text = block.get("text").and_then(Value::as_str).unwrap_or("").to_owned();
+                    let text = block
+                        .get("text")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_owned();
                     let head = text.trim_start();
                     let mut draft;
                     if head.starts_with("[Request interrupted by user") {
@@ -136,7 +172,9 @@ impl Claude<'_> {
                         draft.ending = Some(Ending::Interrupted);
                     } else if flag("isCompactSummary") {
                         draft = Draft::new(EventType::Compaction, ts, text, raw);
-                    } else if flag("isMeta") || HARNESS_OUTPUT_PREFIXES.iter().any(|p| head.starts_with(p)) {
+                    } else if flag("isMeta")
+                        || HARNESS_OUTPUT_PREFIXES.iter().any(|p| head.starts_with(p))
+                    {
                         draft = Draft::new(EventType::System, ts, text, raw);
                     } else {
                         draft = Draft::new(EventType::UserInput, ts, text, raw);
@@ -163,8 +201,17 @@ impl Claude<'_> {
         }
         let model = self.state.model.clone();
         let content = message.get("content").unwrap_or(&Value::Null);
-        if record.get("isApiErrorMessage").and_then(Value::as_bool).unwrap_or(false) {
-            let mut draft = Draft::new(EventType::Runtime, ts, content_text(content), raw.to_owned());
+        if record
+            .get("isApiErrorMessage")
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+        {
+            let mut draft = Draft::new(
+                EventType::Runtime,
+                ts,
+                content_text(content),
+                raw.to_owned(),
+            );
             draft.is_error = true;
             draft.ending = Some(Ending::Failed);
             drafts.push(draft);
@@ -178,27 +225,48 @@ impl Claude<'_> {
         let single = blocks.len() == 1;
         let first = drafts.len();
         for (index, block) in blocks.iter().enumerate() {
-            let raw = if single { raw.to_owned() } else { narrow(record, index) };
+            let raw = if single {
+                raw.to_owned()
+            } else {
+                narrow(record, index)
+            };
             let block_type = block.get("type").and_then(Value::as_str).unwrap_or("");
             let mut draft = match block_type {
                 "text" => Draft::new(
                     EventType::AssistantResponse,
                     ts,
-                    block.get("text").and_then(Value::as_str).unwrap_or("").to_owned(),
+                    block
+                        .get("text")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_owned(),
                     raw,
                 ),
                 "thinking" => Draft::new(
                     EventType::Reasoning,
                     ts,
-                    block.get("thinking").and_then(Value::as_str).unwrap_or("").to_owned(),
+                    block
+                        .get("thinking")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_owned(),
                     raw,
                 ),
                 "redacted_thinking" => Draft::new(EventType::Reasoning, ts, String::new(), raw),
                 "tool_use" | "server_tool_use" | "mcp_tool_use" => {
-                    let name = block.get("name").and_then(Value::as_str).unwrap_or("").to_owned();
+                    let name = block
+                        .get("name")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_owned();
                     let input = block.get("input").cloned().unwrap_or(Value::Null);
-                    let call_id = block.get("id").and_then(Value::as_str).unwrap_or("").to_owned();
-                    let mut draft = Draft::new(EventType::ToolCall, ts, render_call(&name, &input), raw);
+                    let call_id = block
+                        .get("id")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_owned();
+                    let mut draft =
+                        Draft::new(EventType::ToolCall, ts, render_call(&name, &input), raw);
                     draft.self_tool = self.self_tools.matches(&name);
                     draft.web_search = is_web_search(&name);
                     draft.arguments = input.to_string();
@@ -208,7 +276,11 @@ impl Claude<'_> {
                     draft
                 }
                 "web_search_tool_result" | "mcp_tool_result" | "web_fetch_tool_result" => {
-                    let call_id = block.get("tool_use_id").and_then(Value::as_str).unwrap_or("").to_owned();
+                    let call_id = block
+                        .get("tool_use_id")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_owned();
                     let text = search_result_text(block.get("content").unwrap_or(&Value::Null));
                     let mut draft = Draft::new(EventType::ToolResponse, ts, text, raw);
                     if let Some((name, is_self)) = self.state.tools.lookup(&call_id) {
@@ -220,12 +292,17 @@ impl Claude<'_> {
                 }
                 _ => Draft::new(EventType::Unknown, ts, String::new(), raw),
             };
-            if draft.event_type != EventType::ToolCall && draft.event_type != EventType::ToolResponse {
+            if draft.event_type != EventType::ToolCall
+                && draft.event_type != EventType::ToolResponse
+            {
                 draft.model = model.clone();
             }
             drafts.push(draft);
         }
-        let stop = message.get("stop_reason").and_then(Value::as_str).unwrap_or("");
+        let stop = message
+            .get("stop_reason")
+            .and_then(Value::as_str)
+            .unwrap_or("");
         if FINAL_STOP_REASONS.contains(&stop) && drafts.len() > first {
             drafts.last_mut().expect("checked above").ending = Some(Ending::Completed);
         }
@@ -304,7 +381,10 @@ mod tests {
             false,
         );
         assert_eq!(out.title.as_deref(), Some("Fix login bug"));
-        let summary: Vec<_> = drafts.iter().map(|d| (d.event_type, d.starts_turn, d.ending)).collect();
+        let summary: Vec<_> = drafts
+            .iter()
+            .map(|d| (d.event_type, d.starts_turn, d.ending))
+            .collect();
         assert_eq!(
             summary,
             [
@@ -332,7 +412,11 @@ mod tests {
             json!({"type":"assistant","isSidechain":true,"timestamp":"2026-01-01T00:00:02Z","message":{"content":[{"type":"text","text":"found"}],"stop_reason":"end_turn"}}),
         ];
         let (drafts, _) = read_all(&lines, false);
-        assert!(drafts.iter().all(|d| d.sidechain && !d.starts_turn && d.ending.is_none()));
+        assert!(
+            drafts
+                .iter()
+                .all(|d| d.sidechain && !d.starts_turn && d.ending.is_none())
+        );
         let (drafts, _) = read_all(&lines, true);
         assert!(drafts[0].starts_turn);
         assert_eq!(drafts[1].ending, Some(Ending::Completed));

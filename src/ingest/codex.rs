@@ -12,8 +12,8 @@ use serde_json::{Value, json};
 
 use super::adapter::{AdapterOutput, ToolNames};
 use super::draft::{
-    Draft, Ending, SelfTools, content_text, exit_code_in_text, is_web_search, parse_arguments, parse_ts,
-    render_call,
+    Draft, Ending, SelfTools, content_text, exit_code_in_text, is_web_search, parse_arguments,
+    parse_ts, render_call,
 };
 use crate::vocab::EventType;
 
@@ -76,7 +76,8 @@ impl Codex<'_> {
                     str_of(payload, "originator"),
                     str_of(payload, "cli_version"),
                 );
-                out.drafts.push(Draft::new(EventType::System, ts, text, raw.to_owned()));
+                out.drafts
+                    .push(Draft::new(EventType::System, ts, text, raw.to_owned()));
             }
             "turn_context" => {
                 if let Some(model) = payload.get("model").and_then(Value::as_str) {
@@ -85,7 +86,11 @@ impl Codex<'_> {
                 let mut draft = Draft::new(
                     EventType::System,
                     ts,
-                    format!("turn context: model {}, cwd {}", str_of(payload, "model"), str_of(payload, "cwd")),
+                    format!(
+                        "turn context: model {}, cwd {}",
+                        str_of(payload, "model"),
+                        str_of(payload, "cwd")
+                    ),
                     raw.to_owned(),
                 );
                 draft.model = self.state.model.clone();
@@ -96,20 +101,40 @@ impl Codex<'_> {
             "event_msg" => self.event_msg(payload, ts, raw, out),
             "compacted" => {
                 let text = str_of(payload, "message").to_owned();
-                out.drafts.push(Draft::new(EventType::Compaction, ts, text, raw.to_owned()));
+                out.drafts
+                    .push(Draft::new(EventType::Compaction, ts, text, raw.to_owned()));
             }
             // Before session_meta existed, the first line was bare metadata and items had no envelope.
             "" if record.get("id").is_some() && record.get("instructions").is_some() => {
-                out.drafts.push(Draft::new(EventType::System, ts, "session started".into(), raw.to_owned()));
+                out.drafts.push(Draft::new(
+                    EventType::System,
+                    ts,
+                    "session started".into(),
+                    raw.to_owned(),
+                ));
             }
-            "message" | "reasoning" | "function_call" | "function_call_output" | "custom_tool_call"
-            | "custom_tool_call_output" | "local_shell_call" | "web_search_call" => {
-                self.response_item(record, ts, raw, out)
-            }
+            "message"
+            | "reasoning"
+            | "function_call"
+            | "function_call_output"
+            | "custom_tool_call"
+            | "custom_tool_call_output"
+            | "local_shell_call"
+            | "web_search_call" => self.response_item(record, ts, raw, out),
             _ if record.get("record_type").is_some() => {
-                out.drafts.push(Draft::new(EventType::System, ts, String::new(), raw.to_owned()));
+                out.drafts.push(Draft::new(
+                    EventType::System,
+                    ts,
+                    String::new(),
+                    raw.to_owned(),
+                ));
             }
-            _ => out.drafts.push(Draft::new(EventType::Unknown, ts, String::new(), raw.to_owned())),
+            _ => out.drafts.push(Draft::new(
+                EventType::Unknown,
+                ts,
+                String::new(),
+                raw.to_owned(),
+            )),
         }
     }
 
@@ -121,7 +146,8 @@ impl Codex<'_> {
                 let text = content_text(item.get("content").unwrap_or(&Value::Null));
                 match role {
                     "user" if is_injected(&text) => {
-                        out.drafts.push(Draft::new(EventType::System, ts, text, raw.to_owned()));
+                        out.drafts
+                            .push(Draft::new(EventType::System, ts, text, raw.to_owned()));
                     }
                     "user" => {
                         if self.is_mirror(Copy::Item, MirrorKind::User, &text) {
@@ -135,23 +161,36 @@ impl Codex<'_> {
                         if self.is_mirror(Copy::Item, MirrorKind::Assistant, &text) {
                             return;
                         }
-                        let mut draft = Draft::new(EventType::AssistantResponse, ts, text, raw.to_owned());
-                        draft.commentary = item.get("phase").and_then(Value::as_str) == Some("commentary");
+                        let mut draft =
+                            Draft::new(EventType::AssistantResponse, ts, text, raw.to_owned());
+                        draft.commentary =
+                            item.get("phase").and_then(Value::as_str) == Some("commentary");
                         draft.model = self.state.model.clone();
                         out.drafts.push(draft);
                     }
-                    _ => out.drafts.push(Draft::new(EventType::System, ts, text, raw.to_owned())),
+                    _ => out
+                        .drafts
+                        .push(Draft::new(EventType::System, ts, text, raw.to_owned())),
                 }
             }
             "reasoning" => {
                 let mut parts: Vec<String> = Vec::new();
                 for field in ["summary", "content"] {
                     if let Some(Value::Array(items)) = item.get(field) {
-                        parts.extend(items.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).map(str::to_owned));
+                        parts.extend(
+                            items
+                                .iter()
+                                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                                .map(str::to_owned),
+                        );
                     }
                 }
                 let text = parts.join("\n\n");
-                if !parts.is_empty() && parts.iter().all(|p| self.has_pending(Copy::EventMsg, MirrorKind::Reasoning, p)) {
+                if !parts.is_empty()
+                    && parts
+                        .iter()
+                        .all(|p| self.has_pending(Copy::EventMsg, MirrorKind::Reasoning, p))
+                {
                     for part in &parts {
                         self.is_mirror(Copy::Item, MirrorKind::Reasoning, part);
                     }
@@ -208,7 +247,12 @@ impl Codex<'_> {
                 draft.tool_call_id = call_id;
                 out.drafts.push(draft);
             }
-            _ => out.drafts.push(Draft::new(EventType::Unknown, ts, String::new(), raw.to_owned())),
+            _ => out.drafts.push(Draft::new(
+                EventType::Unknown,
+                ts,
+                String::new(),
+                raw.to_owned(),
+            )),
         }
     }
 
@@ -265,8 +309,14 @@ impl Codex<'_> {
                 raw.to_owned(),
             )),
             "exec_command_end" => {
-                let mut draft = runtime(format!("command finished with exit code {}", payload.get("exit_code").unwrap_or(&Value::Null)));
-                draft.exit_code = payload.get("exit_code").and_then(Value::as_i64).and_then(|c| i32::try_from(c).ok());
+                let mut draft = runtime(format!(
+                    "command finished with exit code {}",
+                    payload.get("exit_code").unwrap_or(&Value::Null)
+                ));
+                draft.exit_code = payload
+                    .get("exit_code")
+                    .and_then(Value::as_i64)
+                    .and_then(|c| i32::try_from(c).ok());
                 out.drafts.push(draft);
             }
             "context_compacted" => out.drafts.push(runtime("context compacted".into())),
@@ -275,7 +325,12 @@ impl Codex<'_> {
                 draft.is_error = true;
                 out.drafts.push(draft);
             }
-            "" => out.drafts.push(Draft::new(EventType::Unknown, ts, String::new(), raw.to_owned())),
+            "" => out.drafts.push(Draft::new(
+                EventType::Unknown,
+                ts,
+                String::new(),
+                raw.to_owned(),
+            )),
             other => out.drafts.push(runtime(other.replace('_', " "))),
         }
     }
@@ -288,7 +343,12 @@ impl Codex<'_> {
             Copy::EventMsg => Copy::Item,
         };
         let hash = mirror_hash(text);
-        if let Some(at) = self.state.pending.iter().position(|&(c, k, h)| c == twin && k == kind && h == hash) {
+        if let Some(at) = self
+            .state
+            .pending
+            .iter()
+            .position(|&(c, k, h)| c == twin && k == kind && h == hash)
+        {
             self.state.pending.remove(at);
             return true;
         }
@@ -298,7 +358,10 @@ impl Codex<'_> {
 
     fn has_pending(&self, copy: Copy, kind: MirrorKind, text: &str) -> bool {
         let hash = mirror_hash(text);
-        self.state.pending.iter().any(|&(c, k, h)| c == copy && k == kind && h == hash)
+        self.state
+            .pending
+            .iter()
+            .any(|&(c, k, h)| c == copy && k == kind && h == hash)
     }
 
     fn remember(&mut self, copy: Copy, kind: MirrorKind, text: &str) {
@@ -386,7 +449,14 @@ mod tests {
             json!({"timestamp":"2026-01-01T00:00:02Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Done."}]}}),
         ]);
         let types: Vec<_> = drafts.iter().map(|d| d.event_type).collect();
-        assert_eq!(types, [EventType::UserInput, EventType::Reasoning, EventType::AssistantResponse]);
+        assert_eq!(
+            types,
+            [
+                EventType::UserInput,
+                EventType::Reasoning,
+                EventType::AssistantResponse
+            ]
+        );
     }
 
     #[test]
@@ -398,9 +468,15 @@ mod tests {
         ]);
         assert!(drafts[0].self_tool && drafts[1].self_tool);
         assert_eq!(drafts[1].tool_name, "mcp__moraine__search_sessions");
-        assert_eq!((drafts[1].text.as_str(), drafts[1].exit_code), ("boom", Some(2)));
+        assert_eq!(
+            (drafts[1].text.as_str(), drafts[1].exit_code),
+            ("boom", Some(2))
+        );
         assert_eq!(drafts[2].exit_code, Some(0));
-        assert_eq!(drafts[0].text, r#"mcp__moraine__search_sessions(query="x")"#);
+        assert_eq!(
+            drafts[0].text,
+            r#"mcp__moraine__search_sessions(query="x")"#
+        );
     }
 
     #[test]

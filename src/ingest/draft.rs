@@ -101,20 +101,26 @@ impl SelfTools {
     }
 
     pub fn matches(&self, tool_name: &str) -> bool {
-        self.names.binary_search_by(|n| n.as_str().cmp(tool_name)).is_ok()
+        self.names
+            .binary_search_by(|n| n.as_str().cmp(tool_name))
+            .is_ok()
     }
 }
 
 /// Tool names that are web searches.
 pub fn is_web_search(tool_name: &str) -> bool {
     let lower = tool_name.to_ascii_lowercase();
-    lower == "web_search" || lower == "websearch" || lower == "web_search_call" || lower.ends_with("__web_search")
+    lower == "web_search"
+        || lower == "websearch"
+        || lower == "web_search_call"
+        || lower.ends_with("__web_search")
 }
 
 /// Parses an RFC 3339 timestamp into milliseconds since the epoch.
 pub fn parse_ts(value: Option<&Value>) -> Option<i64> {
     let text = value?.as_str()?;
-    let parsed = time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()?;
+    let parsed =
+        time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()?;
     Some((parsed.unix_timestamp_nanos() / 1_000_000) as i64)
 }
 
@@ -206,7 +212,8 @@ mod tests {
 
     #[test]
     fn test_render_call_matches_the_spec_example() {
-        let args = json!({"cmd": "cargo test --workspace --locked", "workdir": "/home/dev/src/moraine"});
+        let args =
+            json!({"cmd": "cargo test --workspace --locked", "workdir": "/home/dev/src/moraine"});
         assert_eq!(
             render_call("exec_command", &args),
             r#"exec_command(cmd="cargo test --workspace --locked", workdir="/home/dev/src/moraine")"#
@@ -215,7 +222,10 @@ mod tests {
 
     #[test]
     fn test_exit_codes() {
-        assert_eq!(exit_code_in_text("Exit code: 101\nWall time: 3s\nOutput:\n"), Some(101));
+        assert_eq!(
+            exit_code_in_text("Exit code: 101\nWall time: 3s\nOutput:\n"),
+            Some(101)
+        );
         assert_eq!(exit_code_in_text("Error: Exit code 1\nfailed"), Some(1));
         assert_eq!(exit_code_in_text("all good"), None);
     }
@@ -241,7 +251,10 @@ mod tests {
 
     #[test]
     fn test_timestamps() {
-        assert_eq!(parse_ts(Some(&json!("2026-04-29T18:42:31.125Z"))), Some(1_777_488_151_125));
+        assert_eq!(
+            parse_ts(Some(&json!("2026-04-29T18:42:31.125Z"))),
+            Some(1_777_488_151_125)
+        );
         assert_eq!(parse_ts(Some(&json!("nope"))), None);
     }
 }

@@ -107,7 +107,9 @@ pub fn from_paths(
         if path.is_dir() {
             let pattern = path.join("**").join("*.jsonl");
             match glob::glob(&pattern.to_string_lossy()) {
-                Ok(entries) => candidates.extend(entries.filter_map(Result::ok).filter(|p| p.is_file())),
+                Ok(entries) => {
+                    candidates.extend(entries.filter_map(Result::ok).filter(|p| p.is_file()))
+                }
                 Err(e) => problems.push(DiscoverError::Unusable {
                     path: path.clone(),
                     message: e.to_string(),
@@ -143,12 +145,17 @@ fn describe(path: &Path, harness: Harness, source: &str) -> Result<LogFile, Disc
         path: path.to_owned(),
         message,
     };
-    let size = std::fs::metadata(path).map_err(|e| unusable(e.to_string()))?.len();
+    let size = std::fs::metadata(path)
+        .map_err(|e| unusable(e.to_string()))?
+        .len();
     let stem = path
         .file_stem()
         .and_then(|s| s.to_str())
         .ok_or_else(|| unusable("file name is not UTF-8".into()))?;
-    let parent = path.parent().and_then(Path::file_name).and_then(|s| s.to_str());
+    let parent = path
+        .parent()
+        .and_then(Path::file_name)
+        .and_then(|s| s.to_str());
     let subagent = harness == Harness::ClaudeCode && parent == Some("subagents");
     let native_id = match harness {
         Harness::Codex => codex_session_id(stem).unwrap_or(stem).to_owned(),
@@ -214,7 +221,14 @@ fn sniff(path: &Path) -> Result<Harness, String> {
         };
         let kind = record.get("type").and_then(Value::as_str).unwrap_or("");
         if record.contains_key("payload")
-            || ["session_meta", "response_item", "event_msg", "turn_context", "compacted"].contains(&kind)
+            || [
+                "session_meta",
+                "response_item",
+                "event_msg",
+                "turn_context",
+                "compacted",
+            ]
+            .contains(&kind)
         {
             return Ok(Harness::Codex);
         }
@@ -254,7 +268,10 @@ mod tests {
     #[test]
     fn test_native_ids_come_from_file_names() {
         let uuid = "0194f3a2-7b1c-7d3e-9f00-1a2b3c4d5e6f";
-        assert_eq!(codex_session_id(&format!("rollout-2026-01-02T03-04-05-{uuid}")), Some(uuid));
+        assert_eq!(
+            codex_session_id(&format!("rollout-2026-01-02T03-04-05-{uuid}")),
+            Some(uuid)
+        );
         assert_eq!(codex_session_id("notes"), None);
         let dir = std::env::temp_dir().join(format!("moraine-files-{}", std::process::id()));
         let sub = dir.join("proj").join("abc").join("subagents");
@@ -272,6 +289,9 @@ mod tests {
 
     #[test]
     fn test_session_keys_differ_across_harnesses() {
-        assert_ne!(session_key(Harness::Codex, "x"), session_key(Harness::ClaudeCode, "x"));
+        assert_ne!(
+            session_key(Harness::Codex, "x"),
+            session_key(Harness::ClaudeCode, "x")
+        );
     }
 }

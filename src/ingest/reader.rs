@@ -221,7 +221,13 @@ impl<'a> Reader<'a> {
             out.drafts.clear();
             cursor.read_record(&record, &redacted, self.self_tools, &mut out);
             for draft in out.drafts.drain(..) {
-                cursor.builder.push(draft, cursor.line_no, &mut self.indexer, &mut self.batch.events, &mut self.batch.turns);
+                cursor.builder.push(
+                    draft,
+                    cursor.line_no,
+                    &mut self.indexer,
+                    &mut self.batch.events,
+                    &mut self.batch.turns,
+                );
             }
             if self.batch.events.len() >= self.batch_events {
                 self.cut(&cursor, &handle)?;
@@ -236,7 +242,13 @@ impl<'a> Reader<'a> {
     }
 
     /// Where to continue reading `file`, or `None` when nothing changed.
-    fn resume_point(&self, handle: &File, size: u64, file: &LogFile, stored: &Stored) -> Result<Option<Resume>, ReadError> {
+    fn resume_point(
+        &self,
+        handle: &File,
+        size: u64,
+        file: &LogFile,
+        stored: &Stored,
+    ) -> Result<Option<Resume>, ReadError> {
         let fresh = || FileState {
             adapter: match file.harness {
                 Harness::Codex => AdapterState::Codex(CodexState::default()),
@@ -260,7 +272,8 @@ impl<'a> Reader<'a> {
         };
         let state: Option<FileState> = serde_json::from_str(&checkpoint.state).ok();
         let same_file = checkpoint.offset <= size
-            && fingerprint(handle, checkpoint.offset)? == (checkpoint.head_hash, checkpoint.tail_hash);
+            && fingerprint(handle, checkpoint.offset)?
+                == (checkpoint.head_hash, checkpoint.tail_hash);
         let Some(state) = state.filter(|_| same_file) else {
             tracing::info!(file = %file.path.display(), "log file was truncated or replaced; reading it again");
             return Ok(Some(from_scratch(true)));
@@ -296,9 +309,12 @@ impl<'a> Reader<'a> {
             if let Some(turn) = cursor.builder.open_turn_row(0) {
                 self.batch.turns.push(turn);
             }
-            self.batch
-                .sessions
-                .push(cursor.builder.session_row(file.harness.as_str(), &file.source, &file.native_id, 0));
+            self.batch.sessions.push(cursor.builder.session_row(
+                file.harness.as_str(),
+                &file.source,
+                &file.native_id,
+                0,
+            ));
         }
         let (head_hash, tail_hash) = fingerprint(handle, cursor.offset)?;
         let state = FileState {
@@ -324,7 +340,9 @@ impl<'a> Reader<'a> {
     fn send(&mut self) -> Result<(), ReadError> {
         let batch = std::mem::take(&mut self.batch);
         self.counters.events += batch.events.len() as u64;
-        self.tx.blocking_send(batch).map_err(|_| ReadError::WriterGone)
+        self.tx
+            .blocking_send(batch)
+            .map_err(|_| ReadError::WriterGone)
     }
 
     /// Sends whatever is left.
@@ -355,7 +373,13 @@ struct FileCursor<'f> {
 }
 
 impl FileCursor<'_> {
-    fn read_record(&mut self, record: &Value, raw: &str, self_tools: &SelfTools, out: &mut AdapterOutput) {
+    fn read_record(
+        &mut self,
+        record: &Value,
+        raw: &str,
+        self_tools: &SelfTools,
+        out: &mut AdapterOutput,
+    ) {
         match &mut self.adapter {
             AdapterState::Codex(state) => {
                 let mut codex = Codex {
@@ -403,5 +427,8 @@ fn fingerprint(handle: &File, offset: u64) -> std::io::Result<(u64, u64)> {
     let tail_len = offset.min(FINGERPRINT_BYTES);
     let mut tail = vec![0; tail_len as usize];
     handle.read_exact_at(&mut tail, offset - tail_len)?;
-    Ok((xxhash_rust::xxh3::xxh3_64(&head), xxhash_rust::xxh3::xxh3_64(&tail)))
+    Ok((
+        xxhash_rust::xxh3::xxh3_64(&head),
+        xxhash_rust::xxh3::xxh3_64(&tail),
+    ))
 }

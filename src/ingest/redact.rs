@@ -24,13 +24,29 @@ const BUILTIN: &[(&str, &str, usize)] = &[
         0,
     ),
     ("aws_access_key", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", 0),
-    ("github_token", r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})\b", 0),
+    (
+        "github_token",
+        r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})\b",
+        0,
+    ),
     ("api_key", r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_\-]{20,}", 0),
     ("slack_token", r"\bxox[abposr]-[A-Za-z0-9\-]{10,}", 0),
     ("google_api_key", r"\bAIza[0-9A-Za-z_\-]{35}\b", 0),
-    ("jwt", r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}", 0),
-    ("bearer_token", r"(?i)\bbearer\s+([A-Za-z0-9\-._~+/]{16,}=*)", 1),
-    ("url_password", r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@\x22\\]+:([^\s@/\x22\\]{3,})@", 1),
+    (
+        "jwt",
+        r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
+        0,
+    ),
+    (
+        "bearer_token",
+        r"(?i)\bbearer\s+([A-Za-z0-9\-._~+/]{16,}=*)",
+        1,
+    ),
+    (
+        "url_password",
+        r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@\x22\\]+:([^\s@/\x22\\]{3,})@",
+        1,
+    ),
     (
         "password",
         r"(?i)\b(?:password|passwd|pwd|secret|api_key|apikey|access_token|auth_token)\b\s*[=:]\s*([^\s\x22\\',;]{8,})",
@@ -122,9 +138,18 @@ mod tests {
     fn test_redacts_common_credentials() {
         let r = redactor();
         let cases = [
-            ("key AKIAFAKEFAKEFAKE1234 here", "key [REDACTED:aws_access_key] here"),
-            ("export OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwx", "export OPENAI_API_KEY=[REDACTED:api_key]"),
-            ("token ghp_ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef0123", "token [REDACTED:github_token]"),
+            (
+                "key AKIAFAKEFAKEFAKE1234 here",
+                "key [REDACTED:aws_access_key] here",
+            ),
+            (
+                "export OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwx",
+                "export OPENAI_API_KEY=[REDACTED:api_key]",
+            ),
+            (
+                "token ghp_ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef0123",
+                "token [REDACTED:github_token]",
+            ),
             (
                 "curl -H 'Authorization: Bearer abcdef0123456789abcdef'",
                 "curl -H 'Authorization: Bearer [REDACTED:bearer_token]'",
@@ -133,7 +158,10 @@ mod tests {
                 "postgres://app:hunter2secret@db.internal:5432/app",
                 "postgres://app:[REDACTED:url_password]@db.internal:5432/app",
             ),
-            ("password = correcthorsebattery", "password = [REDACTED:password]"),
+            (
+                "password = correcthorsebattery",
+                "password = [REDACTED:password]",
+            ),
             ("id corp-deadbeef", "id [REDACTED:custom]"),
         ];
         for (input, expected) in cases {

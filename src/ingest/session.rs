@@ -191,7 +191,8 @@ impl SessionBuilder {
 
         let searchable = draft.event_type != EventType::Unknown;
         let doc = if searchable {
-            let indexed = &draft.text[..floor_char_boundary(&draft.text, self.settings.max_indexed_bytes)];
+            let indexed =
+                &draft.text[..floor_char_boundary(&draft.text, self.settings.max_indexed_bytes)];
             indexer.index(indexed)
         } else {
             Default::default()
@@ -205,7 +206,10 @@ impl SessionBuilder {
             ts,
             // Only model output names its model; other events carry the session's model as
             // originating_model (a turn_context, say, names the model without being its output).
-            model: if matches!(draft.event_type, EventType::AssistantResponse | EventType::Reasoning) {
+            model: if matches!(
+                draft.event_type,
+                EventType::AssistantResponse | EventType::Reasoning
+            ) {
                 draft.model
             } else {
                 String::new()
@@ -252,7 +256,9 @@ impl SessionBuilder {
     fn turn_row(&self, version: u64) -> TurnRow {
         let turn = &self.state.turn;
         let (final_key, final_preview, final_truncated) =
-            turn.final_answer.clone().unwrap_or((0, String::new(), false));
+            turn.final_answer
+                .clone()
+                .unwrap_or((0, String::new(), false));
         TurnRow {
             session_key: self.session_key,
             ordinal: turn.ordinal,
@@ -269,13 +275,23 @@ impl SessionBuilder {
             final_preview,
             final_truncated,
             tools_called: turn.tools_called.clone(),
-            event_types: turn.event_types.iter().map(|t| t.as_str().to_owned()).collect(),
+            event_types: turn
+                .event_types
+                .iter()
+                .map(|t| t.as_str().to_owned())
+                .collect(),
             version,
         }
     }
 
     /// The session row as it stands.
-    pub fn session_row(&self, harness: &str, source: &str, native_id: &str, version: u64) -> SessionRow {
+    pub fn session_row(
+        &self,
+        harness: &str,
+        source: &str,
+        native_id: &str,
+        version: u64,
+    ) -> SessionRow {
         let state = &self.state;
         let mode = if state.web_search {
             SessionMode::WebSearch
@@ -323,7 +339,11 @@ impl SessionBuilder {
 
 /// A title from free text: its first non-empty line, at most [`TITLE_CHARS`] characters.
 pub fn title_from_input(text: &str) -> String {
-    let line = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
     // The ellipsis of a cut title counts towards the limit.
     match preview(line, TITLE_CHARS) {
         (title, false) => title,
@@ -354,13 +374,27 @@ fn slugify(title: &str) -> String {
 fn event_summary(draft: &Draft, max_chars: usize) -> (String, bool) {
     if draft.event_type == EventType::ToolCall {
         if let Ok(Value::Object(args)) = serde_json::from_str::<Value>(&draft.arguments) {
-            for key in ["cmd", "command", "file_path", "path", "pattern", "query", "url", "prompt", "description"] {
+            for key in [
+                "cmd",
+                "command",
+                "file_path",
+                "path",
+                "pattern",
+                "query",
+                "url",
+                "prompt",
+                "description",
+            ] {
                 match args.get(key) {
                     Some(Value::String(s)) if !s.trim().is_empty() => return preview(s, max_chars),
                     Some(Value::Array(items)) if !items.is_empty() => {
                         let words: Vec<String> = items
                             .iter()
-                            .map(|v| v.as_str().map(str::to_owned).unwrap_or_else(|| v.to_string()))
+                            .map(|v| {
+                                v.as_str()
+                                    .map(str::to_owned)
+                                    .unwrap_or_else(|| v.to_string())
+                            })
                             .collect();
                         return preview(&words.join(" "), max_chars);
                     }
@@ -397,17 +431,46 @@ mod tests {
     fn test_preamble_joins_first_turn_and_user_inputs_start_turns() {
         let mut b = SessionBuilder::new(7, SessionState::default(), settings());
         let (mut ev, mut tu, mut ix) = (Vec::new(), Vec::new(), Indexer::default());
-        b.push(draft(EventType::System, 1000, "environment"), 1, &mut ix, &mut ev, &mut tu);
-        b.push(user(2000, "Fix the build\nplease"), 2, &mut ix, &mut ev, &mut tu);
-        b.push(draft(EventType::AssistantResponse, 3000, "Fixed."), 3, &mut ix, &mut ev, &mut tu);
+        b.push(
+            draft(EventType::System, 1000, "environment"),
+            1,
+            &mut ix,
+            &mut ev,
+            &mut tu,
+        );
+        b.push(
+            user(2000, "Fix the build\nplease"),
+            2,
+            &mut ix,
+            &mut ev,
+            &mut tu,
+        );
+        b.push(
+            draft(EventType::AssistantResponse, 3000, "Fixed."),
+            3,
+            &mut ix,
+            &mut ev,
+            &mut tu,
+        );
         b.push(user(4000, "thanks"), 4, &mut ix, &mut ev, &mut tu);
-        assert_eq!(ev.iter().map(|e| (e.turn_ordinal, e.ordinal)).collect::<Vec<_>>(), [(1, 1), (1, 2), (1, 3), (2, 1)]);
+        assert_eq!(
+            ev.iter()
+                .map(|e| (e.turn_ordinal, e.ordinal))
+                .collect::<Vec<_>>(),
+            [(1, 1), (1, 2), (1, 3), (2, 1)]
+        );
         assert_eq!(tu.len(), 1);
-        assert!(tu[0].completed, "the next user input completes a turn ending in an answer");
+        assert!(
+            tu[0].completed,
+            "the next user input completes a turn ending in an answer"
+        );
         assert_eq!(tu[0].terminal_event_key, ev[2].event_key);
         assert_eq!(tu[0].final_event_key, ev[2].event_key);
         assert_eq!(tu[0].user_event_key, ev[1].event_key);
-        assert_eq!(b.session_row("codex", "codex", "x", 1).title, "Fix the build");
+        assert_eq!(
+            b.session_row("codex", "codex", "x", 1).title,
+            "Fix the build"
+        );
         let open = b.open_turn_row(1).unwrap();
         assert!(!open.completed);
         assert_eq!(open.turn_key, ev[3].event_key);
@@ -438,7 +501,13 @@ mod tests {
         let mut b = SessionBuilder::new(7, SessionState::default(), settings());
         let (mut ev, mut tu, mut ix) = (Vec::new(), Vec::new(), Indexer::default());
         b.push(user(1, "go"), 1, &mut ix, &mut ev, &mut tu);
-        b.push(draft(EventType::AssistantResponse, 2, "working"), 2, &mut ix, &mut ev, &mut tu);
+        b.push(
+            draft(EventType::AssistantResponse, 2, "working"),
+            2,
+            &mut ix,
+            &mut ev,
+            &mut tu,
+        );
         let mut stop = draft(EventType::Runtime, 3, "interrupted");
         stop.ending = Some(Ending::Interrupted);
         b.push(stop, 3, &mut ix, &mut ev, &mut tu);
@@ -453,9 +522,21 @@ mod tests {
         let mut b = SessionBuilder::new(7, SessionState::default(), settings());
         let (mut ev, mut tu, mut ix) = (Vec::new(), Vec::new(), Indexer::default());
         for i in 0..5 {
-            b.push(draft(EventType::System, 1000, &format!("e{i}")), i, &mut ix, &mut ev, &mut tu);
+            b.push(
+                draft(EventType::System, 1000, &format!("e{i}")),
+                i,
+                &mut ix,
+                &mut ev,
+                &mut tu,
+            );
         }
-        b.push(draft(EventType::System, 999, "earlier"), 9, &mut ix, &mut ev, &mut tu);
+        b.push(
+            draft(EventType::System, 999, "earlier"),
+            9,
+            &mut ix,
+            &mut ev,
+            &mut tu,
+        );
         let keys: std::collections::HashSet<u64> = ev.iter().map(|e| e.event_key).collect();
         assert_eq!(keys.len(), 6);
         assert!(ev[5].event_key >> SEQUENCE_BITS < ev[0].event_key >> SEQUENCE_BITS);
@@ -473,8 +554,17 @@ mod tests {
 
     #[test]
     fn test_titles_and_slugs() {
-        assert_eq!(title_from_input("\n  Fix ClickHouse schema migration failure  \nmore"), "Fix ClickHouse schema migration failure");
-        assert_eq!(title_from_input(&"x".repeat(300)).chars().count(), TITLE_CHARS);
-        assert_eq!(slugify("Fix ClickHouse schema: migration failure!"), "fix-clickhouse-schema-migration-failure");
+        assert_eq!(
+            title_from_input("\n  Fix ClickHouse schema migration failure  \nmore"),
+            "Fix ClickHouse schema migration failure"
+        );
+        assert_eq!(
+            title_from_input(&"x".repeat(300)).chars().count(),
+            TITLE_CHARS
+        );
+        assert_eq!(
+            slugify("Fix ClickHouse schema: migration failure!"),
+            "fix-clickhouse-schema-migration-failure"
+        );
     }
 }

@@ -49,19 +49,33 @@ pub async fn write_batch(db: &Db, mut batch: Batch, version: u64) -> Result<(), 
     for retraction in &batch.retractions {
         retract(db, retraction).await?;
     }
-    db.insert("ingest_events", "event_ingest", &batch.events, EVENT_INSERT_SETTINGS).await?;
+    db.insert(
+        "ingest_events",
+        "event_ingest",
+        &batch.events,
+        EVENT_INSERT_SETTINGS,
+    )
+    .await?;
     for row in &mut batch.turns {
         row.version = version;
     }
-    db.insert("ingest_turns", "turns", &batch.turns, &[]).await?;
+    db.insert("ingest_turns", "turns", &batch.turns, &[])
+        .await?;
     for row in &mut batch.sessions {
         row.version = version;
     }
-    db.insert("ingest_sessions", "sessions", &batch.sessions, &[]).await?;
+    db.insert("ingest_sessions", "sessions", &batch.sessions, &[])
+        .await?;
     for row in &mut batch.checkpoints {
         row.version = version;
     }
-    db.insert("ingest_checkpoints", "ingest_checkpoints", &batch.checkpoints, &[]).await
+    db.insert(
+        "ingest_checkpoints",
+        "ingest_checkpoints",
+        &batch.checkpoints,
+        &[],
+    )
+    .await
 }
 
 /// Removes a session's rows from lines after `after_line`, keeping the index statistics exact:
@@ -76,7 +90,8 @@ async fn retract(db: &Db, retraction: &Retraction) -> Result<(), DbError> {
         keep_turns,
     } = *retraction;
     tracing::info!(session_key, after_line, "removing rows before re-reading");
-    let doomed = "SELECT event_key FROM events WHERE session_key = {s:UInt64} AND line_no > {l:UInt32}";
+    let doomed =
+        "SELECT event_key FROM events WHERE session_key = {s:UInt64} AND line_no > {l:UInt32}";
     let statements: Vec<(&'static str, String)> = vec![
         (
             "retract_term_df",
@@ -113,10 +128,13 @@ async fn retract(db: &Db, retraction: &Retraction) -> Result<(), DbError> {
             .await?;
     }
     if after_line == 0 {
-        db.write("retract_session", "DELETE FROM sessions WHERE session_key = {s:UInt64}")
-            .param("s", session_key)
-            .execute(db, db.default_deadline())
-            .await?;
+        db.write(
+            "retract_session",
+            "DELETE FROM sessions WHERE session_key = {s:UInt64}",
+        )
+        .param("s", session_key)
+        .execute(db, db.default_deadline())
+        .await?;
     }
     Ok(())
 }

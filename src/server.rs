@@ -1,0 +1,345 @@
+//! The HTTP surface: the MCP endpoint (rmcp Streamable HTTP behind bearer-token auth and
+//! Host/Origin checks), `/healthz`, `/metrics`, and the layers every request passes through.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::json;
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+use tokio_util::sync::CancellationToken;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::timeout::TimeoutLayer;
+use tower_http::trace::TraceLayer;
+
+use crate::config::{Config, TokenConfig};
+use crate::db::{Db, DbError};
+use crate::mcp::McpServer;
+use crate::metrics::Metrics;
+use crate::migrate;
+use crate::tools::Tools;
+
+/// Who is calling, by token name (never the token); put in request extensions by the auth layer.
+#[derive(Debug, Clone)]
+pub struct Caller(pub String);
+
+/// Shared by the HTTP handlers.
+#[derive(Clone)]
+struct AppState {
+    db: Db,
+    metrics: Metrics,
+    auth: Arc<Auth>,
+    health_timeout: Duration,
+}
+
+/// Bearer tokens, stored as SHA-256 digests so every comparison takes the same time.
+struct Auth {
+    tokens: Vec<(String, [u8; 32])>,
+}
+
+impl Auth {
+    fn new(tokens: &[TokenConfig]) -> Self {
+        Self {
+            tokens: tokens
+                .iter()
+                .map(|t| (t.name.clone(), Sha256::digest(t.token.as_bytes()).into()))
+                .collect(),
+        }
+    }
+
+    /// The name of the token presented, comparing against every token in constant time.
+    fn check(&self, presented: &str) -> Option<&str> {
+        let digest: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
+        let mut found = None;
+        for (name, expected) in &self.tokens {
+            if bool::from(digest.ct_eq(expected)) {
+                found = Some(name.as_str());
+            }
+        }
+        found
+    }
+}
+
+/// Builds the application router. `addr` is the bound address (for the service's own origin).
+pub fn router(
+    config: &Config,
+    db: Db,
+    tools: Arc<Tools>,
+    addr: SocketAddr,
+    shutdown: &CancellationToken,
+) -> Router {
+    let server = &config.server;
+    let metrics = db.metrics().clone();
+    let state = AppState {
+        db,
+        metrics: metrics.clone(),
+        auth: Arc::new(Auth::new(&config.auth.tokens)),
+        health_timeout: Duration::from_millis(config.clickhouse.health_timeout_ms),
+    };
+    let (hosts, origins) = allowed_hosts_and_origins(config, addr);
+    let keep_alive = (server.stateful && server.sse_keep_alive_secs > 0)
+        .then(|| Duration::from_secs(server.sse_keep_alive_secs));
+    let mcp_config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(server.stateful)
+        .with_json_response(!server.stateful)
+        .with_sse_keep_alive(keep_alive)
+        .with_allowed_hosts(hosts)
+        .with_allowed_origins(origins)
+        .with_max_request_body_bytes(server.request_body_limit_bytes as usize)
+        .with_cancellation_token(shutdown.child_token());
+    let handler = McpServer::new(tools);
+    let mcp = if server.stateful {
+        let service = StreamableHttpService::new(
+            move || Ok(handler.clone()),
+            Arc::new(LocalSessionManager::default()),
+            mcp_config,
+        );
+        Router::new().nest_service(&server.mcp_path, service)
+    } else {
+        let service = StreamableHttpService::new(
+            move || Ok(handler.clone()),
+            Arc::new(NeverSessionManager::default()),
+            mcp_config,
+        );
+        Router::new().nest_service(&server.mcp_path, service)
+    };
+    let mcp = mcp.layer(middleware::from_fn_with_state(state.clone(), authenticate));
+    Router::new()
+        .route("/healthz", get(healthz_get))
+        .route("/metrics", get(metrics_get))
+        .merge(mcp)
+        .fallback(not_found)
+        .with_state(state.clone())
+        .layer(middleware::from_fn_with_state(state, observe))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::SERVICE_UNAVAILABLE,
+            Duration::from_secs(server.request_timeout_secs),
+        ))
+        .layer(RequestBodyLimitLayer::new(
+            server.request_body_limit_bytes as usize,
+        ))
+        .layer(TraceLayer::new_for_http())
+        .layer(CatchPanicLayer::new())
+}
+
+/// Host names and origins the MCP endpoint accepts: loopback, the bound address, and config.
+fn allowed_hosts_and_origins(config: &Config, addr: SocketAddr) -> (Vec<String>, Vec<String>) {
+    let port = addr.port();
+    let mut hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
+    let mut origins: Vec<String> = vec![
+        format!("http://localhost:{port}"),
+        format!("http://127.0.0.1:{port}"),
+        format!("http://[::1]:{port}"),
+    ];
+    if !addr.ip().is_unspecified() && !addr.ip().is_loopback() {
+        let ip = addr.ip().to_string();
+        origins.push(match addr {
+            SocketAddr::V4(_) => format!("http://{ip}:{port}"),
+            SocketAddr::V6(_) => format!("http://[{ip}]:{port}"),
+        });
+        hosts.push(ip);
+    }
+    hosts.extend(config.server.allowed_hosts.iter().cloned());
+    origins.extend(config.server.allowed_origins.iter().cloned());
+    hosts.dedup();
+    (hosts, origins)
+}
+
+/// Requires a configured bearer token on the MCP endpoint (when any are configured) and names
+/// the caller for logs and metrics.
+async fn authenticate(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
+    if state.auth.tokens.is_empty() {
+        request.extensions_mut().insert(Caller("anonymous".into()));
+        return next.run(request).await;
+    }
+    let presented = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            v.strip_prefix("Bearer ")
+                .or_else(|| v.strip_prefix("bearer "))
+        })
+        .map(str::trim);
+    let Some(presented) = presented else {
+        state.metrics.observe_auth("none", "missing");
+        return unauthorized("missing bearer token", false);
+    };
+    match state.auth.check(presented) {
+        Some(name) => {
+            state.metrics.observe_auth(name, "accepted");
+            tracing::debug!(token = name, "authenticated");
+            request.extensions_mut().insert(Caller(name.to_owned()));
+            next.run(request).await
+        }
+        None => {
+            state.metrics.observe_auth("none", "rejected");
+            tracing::info!("rejected a request with an unknown bearer token");
+            unauthorized("unknown bearer token", true)
+        }
+    }
+}
+
+fn unauthorized(message: &str, invalid: bool) -> Response {
+    let challenge = if invalid {
+        r#"Bearer realm="moraine-mcp", error="invalid_token""#
+    } else {
+        r#"Bearer realm="moraine-mcp""#
+    };
+    let mut response = (
+        StatusCode::UNAUTHORIZED,
+        axum::Json(json!({ "error": "unauthorized", "message": message })),
+    )
+        .into_response();
+    response.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static(challenge),
+    );
+    response
+}
+
+/// Counts and times every request by route (never the raw path), method and status.
+async fn observe(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let route = request.extensions().get::<MatchedPath>().map_or_else(
+        || "unmatched".to_owned(),
+        |m| m.as_str().trim_end_matches('/').to_owned(),
+    );
+    let method = request.method().as_str().to_owned();
+    let response = next.run(request).await;
+    let route = if route.is_empty() {
+        "/".to_owned()
+    } else {
+        route
+    };
+    state.metrics.observe_http(
+        &route,
+        &method,
+        response.status().as_u16(),
+        started.elapsed().as_secs_f64(),
+    );
+    response
+}
+
+async fn healthz_get(State(state): State<AppState>) -> Response {
+    let expected = migrate::latest_version();
+    let probe =
+        tokio::time::timeout(state.health_timeout, state.db.schema_version_unqueued()).await;
+    let (status, clickhouse, version, reason) = match probe {
+        Ok(Ok(version)) if version == expected => (StatusCode::OK, "up", Some(version), None),
+        Ok(Ok(version)) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "up",
+            Some(version),
+            Some(format!(
+                "schema version {version}, expected {expected}: run `moraine-mcp migrate`"
+            )),
+        ),
+        Ok(Err(DbError::Server(message))) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "up",
+            None,
+            Some(format!(
+                "schema not readable ({message}): run `moraine-mcp migrate`"
+            )),
+        ),
+        Ok(Err(error)) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "down",
+            None,
+            Some(error.to_string()),
+        ),
+        Err(_) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "down",
+            None,
+            Some(format!(
+                "clickhouse did not answer within {} ms",
+                state.health_timeout.as_millis()
+            )),
+        ),
+    };
+    let body = json!({
+        "status": if status == StatusCode::OK { "ok" } else { "unavailable" },
+        "clickhouse": clickhouse,
+        "schema_version": version,
+        "expected_schema_version": expected,
+        "version": env!("CARGO_PKG_VERSION"),
+        "reason": reason,
+    });
+    let mut response = (status, axum::Json(body)).into_response();
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+async fn metrics_get(State(state): State<AppState>) -> Response {
+    state.db.export_pool_status();
+    let mut response = state.metrics.render().into_response();
+    if let Ok(value) = HeaderValue::from_str(&state.metrics.content_type()) {
+        response.headers_mut().insert(header::CONTENT_TYPE, value);
+    }
+    response
+}
+
+async fn not_found() -> Response {
+    (
+        StatusCode::NOT_FOUND,
+        axum::Json(json!({ "error": "not_found" })),
+    )
+        .into_response()
+}
+
+/// Serves until `shutdown` is cancelled, then lets in-flight requests finish for `grace`.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    app: Router,
+    shutdown: CancellationToken,
+    grace: Duration,
+) -> std::io::Result<()> {
+    let stop = shutdown.clone();
+    let server =
+        axum::serve(listener, app).with_graceful_shutdown(async move { stop.cancelled().await });
+    let mut server = tokio::spawn(server.into_future());
+    tokio::select! {
+        finished = &mut server => return finished.unwrap_or_else(|e| Err(std::io::Error::other(e))),
+        _ = shutdown.cancelled() => {}
+    }
+    match tokio::time::timeout(grace, server).await {
+        Ok(joined) => joined.unwrap_or_else(|e| Err(std::io::Error::other(e))),
+        Err(_) => {
+            tracing::warn!(
+                grace_secs = grace.as_secs(),
+                "in-flight requests did not finish in time; stopping anyway"
+            );
+            Ok(())
+        }
+    }
+}
+
+/// Cancels `token` on SIGTERM or ctrl-c.
+pub fn cancel_on_signal(token: CancellationToken) {
+    tokio::spawn(async move {
+        let ctrl_c = tokio::signal::ctrl_c();
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .expect("signal handler");
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+        tracing::info!("shutting down");
+        token.cancel();
+    });
+}
