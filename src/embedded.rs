@@ -132,6 +132,8 @@ impl Engine {
             .arg("--path")
             .arg(data_dir)
             .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+            // If this process dies without stopping the engine, the engine stops itself.
+            .arg("--exit-with-parent")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(log)

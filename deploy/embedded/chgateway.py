@@ -1097,6 +1097,8 @@ def main(argv=None):
     ap.add_argument("--pool-size", type=int, default=64, help="max idle chDB connections kept (default: 64)")
     ap.add_argument("--shutdown-timeout", type=float, default=10.0,
                     help="seconds to let in-flight requests finish on SIGTERM (default: 10)")
+    ap.add_argument("--exit-with-parent", action="store_true",
+                    help="shut down when the process that started the gateway exits")
     args = ap.parse_args(argv)
 
     logging.basicConfig(stream=sys.stderr, level=getattr(logging, args.log_level.upper()),
@@ -1126,6 +1128,19 @@ def main(argv=None):
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+
+    if args.exit_with_parent:
+        # A parent killed outright (SIGKILL, a crashed test run) cannot stop us, so watch it:
+        # once it is gone we are re-parented and getppid() changes.
+        parent = os.getppid()
+
+        def watch_parent():
+            while os.getppid() == parent:
+                time.sleep(1.0)
+            log.info("parent process %d exited, shutting down", parent)
+            server.shutdown()
+
+        threading.Thread(target=watch_parent, name="parent-watch", daemon=True).start()
 
     host, port = server.server_address[:2]
     shown = f"[{host}]" if ":" in host else host

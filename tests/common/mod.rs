@@ -1,0 +1,401 @@
+//! Shared test harness: the real embedded ClickHouse, a fresh database per test, the real HTTP
+//! server on 127.0.0.1:0, and a small MCP client that speaks both protocol styles.
+#![allow(dead_code, unreachable_pub)]
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use moraine_mcp::config::Config;
+use moraine_mcp::db::Db;
+use moraine_mcp::embedded::{Engine, Environment};
+use moraine_mcp::metrics::Metrics;
+use moraine_mcp::tools::Tools;
+use moraine_mcp::tools::querylog::QueryLog;
+use moraine_mcp::{ingest, migrate, server};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+pub const MODERN: &str = "2026-07-28";
+pub const LEGACY: &str = "2025-11-25";
+
+/// Where tests keep the engine's Python environment (shared by every test binary).
+pub fn environment() -> Environment {
+    static ENV: OnceLock<Environment> = OnceLock::new();
+    ENV.get_or_init(|| {
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("engine-env");
+        Environment::ensure(&dir, "python3").expect("the embedded engine environment installs")
+    })
+    .clone()
+}
+
+/// A data directory for an engine owned by this test process, clearing leftovers of earlier runs.
+pub fn engine_dir(name: &str) -> PathBuf {
+    let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("engines");
+    std::fs::create_dir_all(&root).unwrap();
+    for entry in std::fs::read_dir(&root).unwrap().flatten() {
+        let file = entry.file_name().to_string_lossy().into_owned();
+        if let Some(pid) = file.rsplit('-').next().and_then(|p| p.parse::<u32>().ok()) {
+            if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+    }
+    root.join(format!("{name}-{}", std::process::id()))
+}
+
+/// The engine shared by the tests of one test binary (it exits with the process).
+pub fn shared_engine_url() -> String {
+    static ENGINE: OnceLock<Mutex<Engine>> = OnceLock::new();
+    let engine = ENGINE.get_or_init(|| {
+        let dir = engine_dir("shared");
+        Mutex::new(
+            Engine::start(&environment(), &dir.join("db"), 0, &dir.join("engine.log"))
+                .expect("engine starts"),
+        )
+    });
+    engine.lock().unwrap().url()
+}
+
+/// A configuration pointing at `url` with a database of its own.
+pub fn config_for(url: &str) -> Config {
+    static COUNTER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let mut config = Config::default();
+    config.clickhouse.url = url.to_owned();
+    config.clickhouse.database = format!(
+        "t{}_{}_{n}",
+        std::process::id(),
+        uuid::Uuid::new_v4().simple()
+    );
+    config.clickhouse.startup_wait_secs = 20;
+    config.server.listen = "127.0.0.1:0".into();
+    config.ingest.batch_events = 500;
+    config
+}
+
+/// A fresh, migrated database on the shared engine.
+pub async fn fresh_db() -> (Config, Db) {
+    let config = config_for(&shared_engine_url());
+    let db = Db::new(&config.clickhouse, Metrics::new(&config.sla));
+    db.wait_until_ready(Duration::from_secs(30)).await.unwrap();
+    migrate::migrate(&config.clickhouse, &db).await.unwrap();
+    (config, db)
+}
+
+pub fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join("fixtures")
+}
+
+/// Ingests paths (files or directories) into `db`.
+pub async fn ingest_paths(config: &Config, db: &Db, paths: &[PathBuf]) -> ingest::Summary {
+    let (files, problems) = ingest::files::from_paths(paths, None, None);
+    assert!(problems.is_empty(), "{problems:?}");
+    ingest::run(config, db, files, false).await.unwrap()
+}
+
+/// A running server on 127.0.0.1:0.
+pub struct TestServer {
+    pub base: String,
+    pub mcp_url: String,
+    pub db: Db,
+    pub config: Arc<Config>,
+    shutdown: CancellationToken,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl TestServer {
+    pub async fn start(config: Config, db: Db) -> Self {
+        let config = Arc::new(config);
+        let listener = tokio::net::TcpListener::bind(config.server.listen_addr())
+            .await
+            .unwrap();
+        let addr = listener.local_addr().unwrap();
+        let shutdown = CancellationToken::new();
+        let (log, _task) = QueryLog::start(db.clone(), config.tools.query_log);
+        let tools = Arc::new(Tools::new(db.clone(), config.clone(), log));
+        let app = server::router(&config, db.clone(), tools, addr, &shutdown);
+        let task = tokio::spawn(server::serve(
+            listener,
+            app,
+            shutdown.clone(),
+            Duration::from_secs(5),
+        ));
+        let base = format!("http://{addr}");
+        Self {
+            mcp_url: format!("{base}{}", config.server.mcp_path),
+            base,
+            db,
+            config,
+            shutdown,
+            task,
+        }
+    }
+
+    /// A server over a fresh database holding every fixture.
+    pub async fn with_fixtures() -> Self {
+        let (config, db) = fresh_db().await;
+        ingest_paths(&config, &db, &[fixtures()]).await;
+        Self::start(config, db).await
+    }
+
+    pub async fn stop(self) {
+        self.shutdown.cancel();
+        let _ = tokio::time::timeout(Duration::from_secs(10), self.task).await;
+    }
+}
+
+/// An HTTP response.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: HashMap<String, String>,
+    pub body: String,
+}
+
+impl Reply {
+    pub fn json(&self) -> Value {
+        if self
+            .headers
+            .get("content-type")
+            .is_some_and(|c| c.starts_with("text/event-stream"))
+        {
+            // The JSON-RPC message is the last `data:` line carrying an object.
+            let data = self
+                .body
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .map(str::trim)
+                .filter(|l| l.starts_with('{'))
+                .last()
+                .unwrap_or_else(|| panic!("no JSON in SSE body: {}", self.body));
+            return serde_json::from_str(data).unwrap();
+        }
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {:?}", self.body))
+    }
+}
+
+pub fn http() -> Client<HttpConnector, Full<Bytes>> {
+    Client::builder(TokioExecutor::new()).build(HttpConnector::new())
+}
+
+/// Sends one HTTP request.
+pub async fn send(method: &str, url: &str, headers: &[(&str, &str)], body: &str) -> Reply {
+    let mut request = axum::http::Request::builder().method(method).uri(url);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let request = request
+        .body(Full::new(Bytes::from(body.to_owned())))
+        .unwrap();
+    let response = http().request(request).await.expect("http request");
+    let status = response.status().as_u16();
+    let headers = response
+        .headers()
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.as_str().to_ascii_lowercase(),
+                v.to_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    Reply {
+        status,
+        headers,
+        body: String::from_utf8_lossy(&body).into_owned(),
+    }
+}
+
+/// A minimal MCP client over Streamable HTTP, in the 2025-11-25 style (initialize, optional
+/// session) or the 2026-07-28 style (stateless, `_meta` and `Mcp-*` headers on every request).
+/// Every tool result it receives is checked against the tool's published output schema.
+pub struct Mcp {
+    url: String,
+    modern: bool,
+    session: Option<String>,
+    token: Option<String>,
+    next_id: u64,
+    output_schemas: HashMap<String, Arc<jsonschema::Validator>>,
+}
+
+impl Mcp {
+    /// Connects in the 2025-11-25 style: initialize, then notifications/initialized.
+    pub async fn legacy(url: &str, token: Option<&str>) -> Self {
+        let mut client = Self::bare(url, token, false);
+        let init = client
+            .post(
+                "initialize",
+                None,
+                json!({"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "tests", "version": "0"}}),
+            )
+            .await;
+        assert_eq!(init.status, 200, "{init:?}");
+        client.session = init.headers.get("mcp-session-id").cloned();
+        let result = init.json();
+        assert_eq!(result["result"]["protocolVersion"], LEGACY, "{result}");
+        let note = client.notify("notifications/initialized").await;
+        assert_eq!(note.status, 202, "{note:?}");
+        client.load_schemas().await;
+        client
+    }
+
+    /// A 2026-07-28 client: no handshake.
+    pub async fn modern(url: &str, token: Option<&str>) -> Self {
+        let mut client = Self::bare(url, token, true);
+        client.load_schemas().await;
+        client
+    }
+
+    fn bare(url: &str, token: Option<&str>, modern: bool) -> Self {
+        Self {
+            url: url.to_owned(),
+            modern,
+            session: None,
+            token: token.map(str::to_owned),
+            next_id: 1,
+            output_schemas: HashMap::new(),
+        }
+    }
+
+    async fn load_schemas(&mut self) {
+        let list = self.request("tools/list", None, json!({})).await;
+        for tool in list["result"]["tools"].as_array().expect("tools") {
+            let schema = tool["outputSchema"].clone();
+            self.output_schemas.insert(
+                tool["name"].as_str().unwrap().to_owned(),
+                Arc::new(jsonschema::validator_for(&schema).expect("output schema compiles")),
+            );
+        }
+    }
+
+    fn headers(&self, method: &str, name: Option<&str>) -> Vec<(String, String)> {
+        let mut headers = vec![
+            ("content-type".to_owned(), "application/json".to_owned()),
+            (
+                "accept".to_owned(),
+                "application/json, text/event-stream".to_owned(),
+            ),
+        ];
+        if let Some(token) = &self.token {
+            headers.push(("authorization".into(), format!("Bearer {token}")));
+        }
+        if self.modern {
+            headers.push(("mcp-protocol-version".into(), MODERN.into()));
+            headers.push(("mcp-method".into(), method.into()));
+            if let Some(name) = name {
+                headers.push(("mcp-name".into(), name.into()));
+            }
+        } else if method != "initialize" {
+            headers.push(("mcp-protocol-version".into(), LEGACY.into()));
+            if let Some(session) = &self.session {
+                headers.push(("mcp-session-id".into(), session.clone()));
+            }
+        }
+        headers
+    }
+
+    async fn post(&mut self, method: &str, name: Option<&str>, mut params: Value) -> Reply {
+        if self.modern {
+            params["_meta"] = json!({
+                "io.modelcontextprotocol/protocolVersion": MODERN,
+                "io.modelcontextprotocol/clientInfo": {"name": "tests", "version": "0"},
+                "io.modelcontextprotocol/clientCapabilities": {},
+            });
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        let body =
+            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string();
+        let headers = self.headers(method, name);
+        let headers: Vec<(&str, &str)> = headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        send("POST", &self.url, &headers, &body).await
+    }
+
+    async fn notify(&mut self, method: &str) -> Reply {
+        let body = json!({"jsonrpc": "2.0", "method": method}).to_string();
+        let headers = self.headers(method, None);
+        let headers: Vec<(&str, &str)> = headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        send("POST", &self.url, &headers, &body).await
+    }
+
+    /// A JSON-RPC request; returns the whole response message.
+    pub async fn request(&mut self, method: &str, name: Option<&str>, params: Value) -> Value {
+        let reply = self.post(method, name, params).await;
+        assert_eq!(reply.status, 200, "{method}: {reply:?}");
+        reply.json()
+    }
+
+    /// `tools/call`; returns the result after checking `structuredContent` against the
+    /// published output schema.
+    pub async fn call(&mut self, tool: &str, arguments: Value) -> Value {
+        let message = self
+            .request(
+                "tools/call",
+                Some(tool),
+                json!({"name": tool, "arguments": arguments}),
+            )
+            .await;
+        let result = message
+            .get("result")
+            .cloned()
+            .unwrap_or_else(|| panic!("no result: {message}"));
+        let structured = &result["structuredContent"];
+        let validator = self.output_schemas.get(tool).expect("known tool");
+        let errors: Vec<String> = validator
+            .iter_errors(structured)
+            .map(|e| format!("{} at {}", e, e.instance_path().as_str()))
+            .collect();
+        assert!(
+            errors.is_empty(),
+            "{tool} response breaks its published output schema: {errors:?}\n{structured:#}"
+        );
+        assert!(
+            result["content"][0]["text"]
+                .as_str()
+                .is_some_and(|t| !t.is_empty()),
+            "{result}"
+        );
+        result
+    }
+
+    /// `tools/call` that must succeed; returns `structuredContent`.
+    pub async fn ok(&mut self, tool: &str, arguments: Value) -> Value {
+        let result = self.call(tool, arguments.clone()).await;
+        assert_eq!(
+            result["isError"], false,
+            "{tool} {arguments} failed: {result:#}"
+        );
+        result["structuredContent"].clone()
+    }
+
+    /// `tools/call` that must fail in-band; returns the error code and the envelope.
+    pub async fn err(&mut self, tool: &str, arguments: Value) -> (String, Value) {
+        let result = self.call(tool, arguments.clone()).await;
+        assert_eq!(
+            result["isError"], true,
+            "{tool} {arguments} should fail: {result:#}"
+        );
+        let envelope = result["structuredContent"].clone();
+        assert_eq!(envelope["schema_version"], "moraine.mcp.error.v1");
+        (
+            envelope["error"]["code"].as_str().unwrap().to_owned(),
+            envelope,
+        )
+    }
+}

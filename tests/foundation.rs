@@ -1,0 +1,541 @@
+//! The service foundation on the real engine over real HTTP: migrations, both MCP protocol
+//! styles, health, metrics, Host/Origin checks, bearer tokens, configuration, stdio, limits.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{Mcp, TestServer, config_for, fresh_db, send};
+use moraine_mcp::config::TokenConfig;
+use moraine_mcp::db::{Db, DbError};
+use moraine_mcp::embedded::Engine;
+use moraine_mcp::metrics::Metrics;
+use moraine_mcp::migrate::{self, MigrateError};
+use serde_json::{Value, json};
+
+const BIN: &str = env!("CARGO_BIN_EXE_moraine-mcp");
+
+#[derive(Debug, PartialEq, clickhouse::Row, serde::Deserialize)]
+struct TableDef {
+    name: String,
+    create_table_query: String,
+}
+
+async fn schema_of(db: &Db) -> Vec<TableDef> {
+    db.read(
+        "test_schema",
+        "SELECT name, create_table_query FROM system.tables WHERE database = currentDatabase() ORDER BY name",
+    )
+    .fetch_all(db, db.default_deadline())
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn migrations_apply_twice_with_the_same_result_and_refuse_edits() {
+    let (config, db) = fresh_db().await;
+    let first = schema_of(&db).await;
+    assert!(first.iter().any(|t| t.name == "postings"));
+    let again = migrate::migrate(&config.clickhouse, &db).await.unwrap();
+    assert!(again.applied.is_empty());
+    assert_eq!(
+        again.already,
+        (1..=migrate::latest_version()).collect::<Vec<_>>()
+    );
+    assert_eq!(schema_of(&db).await, first);
+    let rows: u64 = db
+        .read("test_count", "SELECT count() FROM schema_migrations")
+        .fetch_optional(&db, db.default_deadline())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(rows, migrate::latest_version() as u64);
+
+    db.write(
+        "test_tamper",
+        "ALTER TABLE schema_migrations UPDATE checksum = 'edited' WHERE version = 2 SETTINGS mutations_sync = 2",
+    )
+    .execute(&db, db.default_deadline())
+    .await
+    .unwrap();
+    let error = migrate::migrate(&config.clickhouse, &db).await.unwrap_err();
+    assert!(
+        matches!(error, MigrateError::Edited { version: 2, .. }),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn initialize_and_tools_list_in_both_protocol_styles() {
+    let (config, db) = fresh_db().await;
+    let server = TestServer::start(config, db).await;
+    for modern in [false, true] {
+        let mut client = if modern {
+            Mcp::modern(&server.mcp_url, None).await
+        } else {
+            Mcp::legacy(&server.mcp_url, None).await
+        };
+        let list = client.request("tools/list", None, json!({})).await;
+        let tools = list["result"]["tools"].as_array().unwrap();
+        let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["search_sessions", "list_sessions", "open"]);
+        for tool in tools {
+            assert_eq!(tool["inputSchema"]["type"], "object");
+            assert_eq!(tool["outputSchema"]["type"], "object");
+            assert_eq!(tool["annotations"]["readOnlyHint"], true);
+        }
+        if modern {
+            assert_eq!(list["result"]["resultType"], "complete");
+        }
+        // An unknown tool stays a JSON-RPC error.
+        let unknown = client
+            .request(
+                "tools/call",
+                Some("nope"),
+                json!({"name": "nope", "arguments": {}}),
+            )
+            .await;
+        assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    }
+    // Stateless by default: no session is issued and GET has no stream.
+    let get = send(
+        "GET",
+        &server.mcp_url,
+        &[("accept", "text/event-stream")],
+        "",
+    )
+    .await;
+    assert_eq!(get.status, 405);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn stateful_mode_issues_sessions() {
+    let (mut config, db) = fresh_db().await;
+    config.server.stateful = true;
+    let server = TestServer::start(config, db).await;
+    let init = send(
+        "POST",
+        &server.mcp_url,
+        &[("content-type", "application/json"), ("accept", "application/json, text/event-stream")],
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": common::LEGACY, "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}).to_string(),
+    )
+    .await;
+    assert_eq!(init.status, 200);
+    assert!(
+        init.headers
+            .get("content-type")
+            .unwrap()
+            .starts_with("text/event-stream")
+    );
+    let session = init
+        .headers
+        .get("mcp-session-id")
+        .cloned()
+        .expect("a session id");
+    assert_eq!(init.json()["result"]["serverInfo"]["name"], "moraine-mcp");
+    let mut client = Mcp::legacy(&server.mcp_url, None).await;
+    let list = client.request("tools/list", None, json!({})).await;
+    assert_eq!(list["result"]["tools"].as_array().unwrap().len(), 3);
+    // A request without the session is refused; ending the session is accepted.
+    let bare = send(
+        "POST",
+        &server.mcp_url,
+        &[
+            ("content-type", "application/json"),
+            ("accept", "application/json, text/event-stream"),
+        ],
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).to_string(),
+    )
+    .await;
+    assert_eq!(bare.status, 400);
+    let delete = send(
+        "DELETE",
+        &server.mcp_url,
+        &[("mcp-session-id", &session)],
+        "",
+    )
+    .await;
+    assert!(delete.status == 200 || delete.status == 202, "{delete:?}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn healthz_follows_the_engine_without_a_restart() {
+    let dir = common::engine_dir("health");
+    let engine_db = dir.join("db");
+    let log = dir.join("engine.log");
+    let mut engine = Engine::start(&common::environment(), &engine_db, 0, &log).unwrap();
+    let port = engine.port;
+    let mut config = config_for(&engine.url());
+    config.clickhouse.health_timeout_ms = 1500;
+    let db = Db::new(&config.clickhouse, Metrics::new(&config.sla));
+    db.wait_until_ready(Duration::from_secs(30)).await.unwrap();
+    let server = TestServer::start(config.clone(), db.clone()).await;
+    let health = format!("{}/healthz", server.base);
+
+    // Up but not migrated: 503 with the reason.
+    let reply = send("GET", &health, &[], "").await;
+    assert_eq!(reply.status, 503, "{reply:?}");
+    assert_eq!(reply.json()["clickhouse"], "up");
+    migrate::migrate(&config.clickhouse, &db).await.unwrap();
+    let reply = send("GET", &health, &[], "").await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    let body = reply.json();
+    assert_eq!(body["status"], "ok");
+    assert_eq!(body["schema_version"], migrate::latest_version());
+    assert_eq!(body["version"], env!("CARGO_PKG_VERSION"));
+
+    tokio::task::spawn_blocking(move || {
+        engine.stop();
+        engine
+    })
+    .await
+    .unwrap();
+    let started = Instant::now();
+    let reply = send("GET", &health, &[], "").await;
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "health must not hang"
+    );
+    assert_eq!(reply.status, 503, "{reply:?}");
+    assert_eq!(reply.json()["clickhouse"], "down");
+
+    let restarted = tokio::task::spawn_blocking(move || {
+        Engine::start(&common::environment(), &engine_db, port, &log).unwrap()
+    })
+    .await
+    .unwrap();
+    let give_up = Instant::now() + Duration::from_secs(20);
+    loop {
+        let reply = send("GET", &health, &[], "").await;
+        if reply.status == 200 {
+            break;
+        }
+        assert!(
+            Instant::now() < give_up,
+            "health did not recover: {reply:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    server.stop().await;
+    drop(restarted);
+}
+
+/// Checks the text exposition format line by line and returns the samples.
+fn parse_prometheus(text: &str) -> Vec<(String, String, f64)> {
+    let mut samples = Vec::new();
+    for line in text.lines() {
+        if line.is_empty() || line.starts_with("# HELP ") || line.starts_with("# TYPE ") {
+            continue;
+        }
+        assert!(!line.starts_with('#'), "unexpected comment: {line}");
+        let (series, value) = line
+            .rsplit_once(' ')
+            .unwrap_or_else(|| panic!("no value: {line}"));
+        let value: f64 = value
+            .parse()
+            .unwrap_or_else(|_| panic!("bad value: {line}"));
+        let (name, labels) = match series.split_once('{') {
+            Some((name, rest)) => (
+                name,
+                rest.strip_suffix('}')
+                    .unwrap_or_else(|| panic!("bad labels: {line}")),
+            ),
+            None => (series, ""),
+        };
+        assert!(
+            name.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':'),
+            "bad name: {line}"
+        );
+        samples.push((name.to_owned(), labels.to_owned(), value));
+    }
+    samples
+}
+
+#[tokio::test]
+async fn metrics_parse_and_hold_the_sla_histograms() {
+    let (config, db) = fresh_db().await;
+    let server = TestServer::start(config.clone(), db).await;
+    let mut client = Mcp::legacy(&server.mcp_url, None).await;
+    client
+        .ok("search_sessions", json!({"query": "anything"}))
+        .await;
+    let reply = send("GET", &format!("{}/metrics", server.base), &[], "").await;
+    assert_eq!(reply.status, 200);
+    assert!(reply.headers["content-type"].starts_with("text/plain"));
+    assert!(
+        reply
+            .body
+            .contains("# TYPE moraine_mcp_tool_call_duration_seconds histogram")
+    );
+    let samples = parse_prometheus(&reply.body);
+    let buckets: Vec<&(String, String, f64)> = samples
+        .iter()
+        .filter(|(n, l, _)| {
+            n == "moraine_mcp_tool_call_duration_seconds_bucket"
+                && l.contains("tool=\"search_sessions\"")
+        })
+        .collect();
+    for target in config.sla.all_targets_ms() {
+        let le = format!("le=\"{}\"", target as f64 / 1000.0);
+        assert!(
+            buckets.iter().any(|(_, l, _)| l.contains(&le)),
+            "no bucket edge {le}"
+        );
+    }
+    for name in [
+        "moraine_mcp_tool_calls_total",
+        "moraine_mcp_clickhouse_query_duration_seconds_bucket",
+        "moraine_mcp_clickhouse_queries_in_flight",
+        "moraine_mcp_clickhouse_pool_slots",
+        "moraine_mcp_http_requests_total",
+        "moraine_mcp_build_info",
+    ] {
+        assert!(samples.iter().any(|(n, _, _)| n == name), "missing {name}");
+    }
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn foreign_host_or_origin_is_forbidden() {
+    let (config, db) = fresh_db().await;
+    let server = TestServer::start(config, db).await;
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).to_string();
+    let base = [
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+    ];
+    let with = |extra: (&'static str, String)| {
+        let mut h: Vec<(&str, String)> = base.iter().map(|(k, v)| (*k, (*v).to_owned())).collect();
+        h.push(extra);
+        h
+    };
+    let port = server.base.rsplit(':').next().unwrap().to_owned();
+    for (header, value, expected) in [
+        ("host", "evil.example.com".to_owned(), 403),
+        ("origin", "http://evil.example.com".to_owned(), 403),
+        ("origin", format!("http://127.0.0.1:{port}"), 200),
+        ("origin", format!("http://localhost:{port}"), 200),
+    ] {
+        let headers = with((header, value.clone()));
+        let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let reply = send("POST", &server.mcp_url, &headers, &body).await;
+        assert_eq!(reply.status, expected, "{header}: {value}");
+    }
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn bearer_tokens_are_required_when_configured() {
+    let (mut config, db) = fresh_db().await;
+    config.auth.tokens = vec![TokenConfig {
+        name: "laptop".into(),
+        token: "s3cret-token-0123456789".into(),
+    }];
+    let server = TestServer::start(config, db).await;
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).to_string();
+    let base = [
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+    ];
+    let missing = send("POST", &server.mcp_url, &base, &body).await;
+    assert_eq!(missing.status, 401);
+    assert!(missing.headers["www-authenticate"].starts_with("Bearer"));
+    let mut wrong = base.to_vec();
+    wrong.push(("authorization", "Bearer s3cret-token-0123456780"));
+    let reply = send("POST", &server.mcp_url, &wrong, &body).await;
+    assert_eq!(reply.status, 401);
+    assert!(reply.headers["www-authenticate"].contains("invalid_token"));
+    let mut client = Mcp::legacy(&server.mcp_url, Some("s3cret-token-0123456789")).await;
+    client.ok("search_sessions", json!({"query": "x"})).await;
+    // Health and metrics stay open; metrics name the token, never show it.
+    let metrics = send("GET", &format!("{}/metrics", server.base), &[], "").await;
+    assert!(metrics.body.contains("token=\"laptop\""));
+    assert!(!metrics.body.contains("s3cret"));
+    server.stop().await;
+}
+
+#[test]
+fn a_bad_config_exits_non_zero_naming_the_key() {
+    let dir = std::env::temp_dir().join(format!("moraine-config-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("bad.toml");
+    std::fs::write(
+        &path,
+        "[server]\nlisten = \"127.0.0.1:0\"\nlisten_adress = \"x\"\n",
+    )
+    .unwrap();
+    let output = Command::new(BIN)
+        .arg("--config")
+        .arg(&path)
+        .arg("migrate")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("listen_adress"), "{stderr}");
+
+    std::fs::write(&path, "[bm25]\nb = 3.0\n").unwrap();
+    let output = Command::new(BIN)
+        .arg("--config")
+        .arg(&path)
+        .arg("migrate")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("bm25.b"));
+
+    let output = Command::new(BIN)
+        .args(["--listen", "0.0.0.0:0", "serve"])
+        .env("MORAINE_MCP_CLICKHOUSE__URL", "http://127.0.0.1:9")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("server.listen"));
+
+    let output = Command::new(BIN)
+        .arg("migrate")
+        .env("MORAINE_MCP_SERVER__NOPE", "1")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("MORAINE_MCP_SERVER__NOPE"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn stdio_mode_serves_the_same_tools() {
+    let (config, _db) = fresh_db().await;
+    let mut child = Command::new(BIN)
+        .args(["serve", "--stdio", "--require-clickhouse"])
+        .env("MORAINE_MCP_CLICKHOUSE__URL", &config.clickhouse.url)
+        .env(
+            "MORAINE_MCP_CLICKHOUSE__DATABASE",
+            &config.clickhouse.database,
+        )
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut exchange = |message: Value| -> Option<Value> {
+        writeln!(stdin, "{message}").unwrap();
+        stdin.flush().unwrap();
+        message.get("id")?;
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        Some(serde_json::from_str(&line).unwrap())
+    };
+    let init = exchange(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": common::LEGACY, "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})).unwrap();
+    assert_eq!(init["result"]["serverInfo"]["name"], "moraine-mcp");
+    exchange(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let list = exchange(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).unwrap();
+    assert_eq!(list["result"]["tools"].as_array().unwrap().len(), 3);
+    let call = exchange(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "open", "arguments": {"id": "nope"}}})).unwrap();
+    assert_eq!(call["result"]["isError"], true);
+    assert_eq!(
+        call["result"]["structuredContent"]["error"]["code"],
+        "invalid_id"
+    );
+    drop(stdin);
+    let status = child.wait().unwrap();
+    assert!(status.success());
+}
+
+#[tokio::test]
+async fn sigterm_stops_the_server_gracefully() {
+    let (config, _db) = fresh_db().await;
+    let mut child = Command::new(BIN)
+        .args(["--listen", "127.0.0.1:0", "serve"])
+        .env("MORAINE_MCP_CLICKHOUSE__URL", &config.clickhouse.url)
+        .env(
+            "MORAINE_MCP_CLICKHOUSE__DATABASE",
+            &config.clickhouse.database,
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("is serving MCP at") {
+        line.clear();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "server exited early"
+        );
+    }
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status}");
+}
+
+#[tokio::test]
+async fn bodies_over_the_limit_are_refused() {
+    let (mut config, db) = fresh_db().await;
+    config.server.request_body_limit_bytes = 64 * 1024;
+    let server = TestServer::start(config, db).await;
+    let big = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "search_sessions", "arguments": {"query": "x".repeat(100_000)}}}).to_string();
+    let reply = send(
+        "POST",
+        &server.mcp_url,
+        &[
+            ("content-type", "application/json"),
+            ("accept", "application/json, text/event-stream"),
+        ],
+        &big,
+    )
+    .await;
+    assert_eq!(reply.status, 413);
+    let missing = send("GET", &format!("{}/nowhere", server.base), &[], "").await;
+    assert_eq!(missing.status, 404);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_full_query_pool_answers_busy_and_a_short_deadline_answers_deadline_exceeded() {
+    let (mut config, db) = fresh_db().await;
+    config.clickhouse.max_concurrent_queries = 1;
+    config.clickhouse.queue_timeout_ms = 50;
+    let db = Db::new(&config.clickhouse, Metrics::new(&config.sla));
+    let server = TestServer::start(config.clone(), db.clone()).await;
+    let holder = db.clone();
+    let hold = tokio::spawn(async move {
+        holder
+            .read("test_hold", "SELECT sleep(2)")
+            .fetch_all::<u8>(&holder, Instant::now() + Duration::from_secs(10))
+            .await
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let direct = db
+        .read("test_try", "SELECT 1")
+        .fetch_all::<u8>(&db, Instant::now() + Duration::from_secs(5))
+        .await;
+    assert!(matches!(direct, Err(DbError::Busy)), "{direct:?}");
+    let mut client = Mcp::legacy(&server.mcp_url, None).await;
+    let (code, envelope) = client
+        .err("search_sessions", json!({"query": "anything"}))
+        .await;
+    assert_eq!(code, "busy");
+    assert_eq!(envelope["error"]["details"]["retryable"], true);
+    hold.await.unwrap().unwrap();
+    server.stop().await;
+
+    let (mut config, db) = fresh_db().await;
+    config.tools.search_deadline_ms = 1;
+    let server = TestServer::start(config, db).await;
+    let mut client = Mcp::legacy(&server.mcp_url, None).await;
+    let (code, envelope) = client
+        .err("search_sessions", json!({"query": "anything"}))
+        .await;
+    assert_eq!(code, "deadline_exceeded");
+    assert_eq!(envelope["error"]["details"]["retryable"], true);
+    server.stop().await;
+}
