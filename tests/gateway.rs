@@ -32,8 +32,15 @@ async fn client(compression: Compression) -> Client {
     let url = common::shared_engine_url();
     let database = format!("gw_{}", uuid::Uuid::new_v4().simple());
     let root = Client::default().with_url(&url);
-    root.query("CREATE DATABASE {db:Identifier}").param("db", &database).execute().await.unwrap();
-    let client = Client::default().with_url(&url).with_database(&database).with_compression(compression);
+    root.query("CREATE DATABASE {db:Identifier}")
+        .param("db", &database)
+        .execute()
+        .await
+        .unwrap();
+    let client = Client::default()
+        .with_url(&url)
+        .with_database(&database)
+        .with_compression(compression);
     client
         .query(
             "CREATE TABLE items (id UInt64, name String, tags Array(String), score Nullable(Float64), \
@@ -46,7 +53,11 @@ async fn client(compression: Compression) -> Client {
 }
 
 async fn count(client: &Client) -> u64 {
-    client.query("SELECT count() FROM items").fetch_one::<u64>().await.unwrap()
+    client
+        .query("SELECT count() FROM items")
+        .fetch_one::<u64>()
+        .await
+        .unwrap()
 }
 
 #[tokio::test]
@@ -62,13 +73,25 @@ async fn ddl_inserts_and_selects_in_both_row_formats() {
         assert_eq!(count(&client).await, 2000);
 
         // With validation: RowBinaryWithNamesAndTypes, including for an empty result.
-        let back: Vec<Item> = client.query("SELECT ?fields FROM items ORDER BY id").fetch_all().await.unwrap();
+        let back: Vec<Item> = client
+            .query("SELECT ?fields FROM items ORDER BY id")
+            .fetch_all()
+            .await
+            .unwrap();
         assert_eq!(back, rows);
-        let none: Vec<Item> = client.query("SELECT ?fields FROM items WHERE id = 0").fetch_all().await.unwrap();
+        let none: Vec<Item> = client
+            .query("SELECT ?fields FROM items WHERE id = 0")
+            .fetch_all()
+            .await
+            .unwrap();
         assert!(none.is_empty());
         // Without validation: plain RowBinary.
         let plain = client.clone().with_validation(false);
-        let back: Vec<Item> = plain.query("SELECT ?fields FROM items WHERE id <= 10 ORDER BY id").fetch_all().await.unwrap();
+        let back: Vec<Item> = plain
+            .query("SELECT ?fields FROM items WHERE id <= 10 ORDER BY id")
+            .fetch_all()
+            .await
+            .unwrap();
         assert_eq!(back, rows[..10]);
     }
 }
@@ -77,7 +100,12 @@ async fn ddl_inserts_and_selects_in_both_row_formats() {
 async fn server_side_parameters_carry_any_text_verbatim() {
     let client = client(Compression::Lz4).await;
     let tricky = "quote ' double \" backslash \\ tab\t newline\n {braces} '); DROP TABLE items; --";
-    let echoed: String = client.query("SELECT {s:String}").param("s", tricky).fetch_one().await.unwrap();
+    let echoed: String = client
+        .query("SELECT {s:String}")
+        .param("s", tricky)
+        .fetch_one()
+        .await
+        .unwrap();
     assert_eq!(echoed, tricky);
     let ids: Vec<u64> = client
         .query("SELECT arrayJoin({ids:Array(UInt64)}) AS id ORDER BY id")
@@ -103,10 +131,20 @@ async fn an_insert_failing_in_the_engine_commits_nothing() {
     insert.write(&item(1)).await.unwrap();
     insert.write(&item(0)).await.unwrap(); // violates CHECK id > 0
     let error = insert.end().await.unwrap_err();
-    assert!(error.to_string().contains("469") || error.to_string().contains("VIOLATED_CONSTRAINT"), "{error}");
+    assert!(
+        error.to_string().contains("469") || error.to_string().contains("VIOLATED_CONSTRAINT"),
+        "{error}"
+    );
     assert_eq!(count(&client).await, 0);
     // The gateway recovers: the next query is answered correctly.
-    assert_eq!(client.query("SELECT toUInt8(42)").fetch_one::<u8>().await.unwrap(), 42);
+    assert_eq!(
+        client
+            .query("SELECT toUInt8(42)")
+            .fetch_one::<u8>()
+            .await
+            .unwrap(),
+        42
+    );
 }
 
 #[tokio::test]
@@ -126,12 +164,28 @@ async fn an_abandoned_insert_commits_nothing() {
 #[tokio::test]
 async fn errors_are_reported_and_do_not_poison_later_queries() {
     let client = client(Compression::Lz4).await;
-    let error = client.query("SELECT * FROM no_such_table").fetch_all::<u8>().await.unwrap_err();
+    let error = client
+        .query("SELECT * FROM no_such_table")
+        .fetch_all::<u8>()
+        .await
+        .unwrap_err();
     assert!(error.to_string().contains("Code: 60"), "{error}");
-    let error = client.query("SELECT throwIf(1, 'boom')").fetch_all::<u8>().await.unwrap_err();
+    let error = client
+        .query("SELECT throwIf(1, 'boom')")
+        .fetch_all::<u8>()
+        .await
+        .unwrap_err();
     assert!(error.to_string().contains("boom"), "{error}");
-    let error = client.query("SELECT 1").with_setting("no_such_setting", "1").fetch_all::<u8>().await.unwrap_err();
-    assert!(error.to_string().contains("115") || error.to_string().contains("UNKNOWN_SETTING"), "{error}");
+    let error = client
+        .query("SELECT 1")
+        .with_setting("no_such_setting", "1")
+        .fetch_all::<u8>()
+        .await
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("115") || error.to_string().contains("UNKNOWN_SETTING"),
+        "{error}"
+    );
     let value: u8 = client.query("SELECT 7").fetch_one().await.unwrap();
     assert_eq!(value, 7);
 }

@@ -16,8 +16,12 @@ use super::draft::{
 };
 use crate::vocab::EventType;
 
-/// User text that is the harness talking, not the user.
+/// User text that is the harness talking, not the user (including local slash commands such as
+/// `/model`, which never reach the model).
 const HARNESS_OUTPUT_PREFIXES: &[&str] = &[
+    "<command-name>",
+    "<command-message>",
+    "<command-args>",
     "<local-command-stdout>",
     "<local-command-stderr>",
     "<local-command-caveat>",

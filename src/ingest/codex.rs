@@ -2,8 +2,9 @@
 //! payload}` normalised into draft events.
 //!
 //! Codex writes most messages twice: a `response_item` and an `event_msg` mirror
-//! (`user_message`, `agent_message`, `agent_reasoning`). Whichever copy comes second is dropped,
-//! matched one-to-one by text. Injected context (environment, AGENTS.md, instructions) arrives as
+//! (`user_message`, `agent_message`, `agent_reasoning`), matched one-to-one by text. The
+//! `response_item` is kept (it carries the assistant's `phase` and the whole reasoning item); a
+//! mirror that arrives first waits a few records for it, and stands in for it if it never comes. Injected context (environment, AGENTS.md, instructions) arrives as
 //! user-role messages but is not user input. `compacted` replays old history in
 //! `replacement_history`; only its summary becomes an event, so replays never become turns.
 
@@ -29,8 +30,10 @@ const INJECTED_PREFIXES: &[&str] = &[
     "<turn_aborted>",
 ];
 
-/// How many unmatched mirror copies are remembered.
-const MIRROR_MEMORY: usize = 64;
+/// How many kept items are remembered while their mirrors may still arrive.
+const ITEM_MEMORY: usize = 64;
+/// How many other records a mirror waits for its item before it stands in for it.
+const MIRROR_PATIENCE: u32 = 8;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 enum MirrorKind {
@@ -39,10 +42,14 @@ enum MirrorKind {
     Reasoning,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-enum Copy {
-    Item,
-    EventMsg,
+/// A mirror that arrived before its item.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Waiting {
+    kind: MirrorKind,
+    hash: u64,
+    draft: Draft,
+    /// Records seen since.
+    age: u32,
 }
 
 /// Adapter state carried across runs in the checkpoint.
@@ -50,8 +57,9 @@ enum Copy {
 pub struct CodexState {
     model: String,
     tools: ToolNames,
-    /// Copies seen whose twin has not arrived yet: (which copy, kind, text hash).
-    pending: Vec<(Copy, MirrorKind, u64)>,
+    /// Items kept whose mirror has not arrived yet: (kind, text hash).
+    items: Vec<(MirrorKind, u64)>,
+    waiting: Vec<Waiting>,
 }
 
 pub struct Codex<'a> {
@@ -65,6 +73,7 @@ impl Codex<'_> {
         let ts = parse_ts(record.get("timestamp"));
         let kind = record.get("type").and_then(Value::as_str).unwrap_or("");
         let payload = record.get("payload").unwrap_or(&Value::Null);
+        self.age_mirrors(kind, payload, out);
         match kind {
             "session_meta" => {
                 if let Some(cwd) = payload.get("cwd").and_then(Value::as_str) {
@@ -150,17 +159,13 @@ impl Codex<'_> {
                             .push(Draft::new(EventType::System, ts, text, raw.to_owned()));
                     }
                     "user" => {
-                        if self.is_mirror(Copy::Item, MirrorKind::User, &text) {
-                            return;
-                        }
+                        self.keep_item(MirrorKind::User, std::slice::from_ref(&text));
                         let mut draft = Draft::new(EventType::UserInput, ts, text, raw.to_owned());
                         draft.starts_turn = true;
                         out.drafts.push(draft);
                     }
                     "assistant" => {
-                        if self.is_mirror(Copy::Item, MirrorKind::Assistant, &text) {
-                            return;
-                        }
+                        self.keep_item(MirrorKind::Assistant, std::slice::from_ref(&text));
                         let mut draft =
                             Draft::new(EventType::AssistantResponse, ts, text, raw.to_owned());
                         draft.commentary =
@@ -186,19 +191,7 @@ impl Codex<'_> {
                     }
                 }
                 let text = parts.join("\n\n");
-                if !parts.is_empty()
-                    && parts
-                        .iter()
-                        .all(|p| self.has_pending(Copy::EventMsg, MirrorKind::Reasoning, p))
-                {
-                    for part in &parts {
-                        self.is_mirror(Copy::Item, MirrorKind::Reasoning, part);
-                    }
-                    return;
-                }
-                for part in &parts {
-                    self.remember(Copy::Item, MirrorKind::Reasoning, part);
-                }
+                self.keep_item(MirrorKind::Reasoning, &parts);
                 let mut draft = Draft::new(EventType::Reasoning, ts, text, raw.to_owned());
                 draft.model = self.state.model.clone();
                 out.drafts.push(draft);
@@ -262,30 +255,24 @@ impl Codex<'_> {
         match kind {
             "user_message" => {
                 let text = str_of(payload, "message").to_owned();
-                if is_injected(&text) || self.is_mirror(Copy::EventMsg, MirrorKind::User, &text) {
+                if is_injected(&text) {
                     return;
                 }
                 let mut draft = Draft::new(EventType::UserInput, ts, text, raw.to_owned());
                 draft.starts_turn = true;
-                out.drafts.push(draft);
+                self.mirror(MirrorKind::User, draft);
             }
             "agent_message" => {
                 let text = str_of(payload, "message").to_owned();
-                if self.is_mirror(Copy::EventMsg, MirrorKind::Assistant, &text) {
-                    return;
-                }
                 let mut draft = Draft::new(EventType::AssistantResponse, ts, text, raw.to_owned());
                 draft.model = self.state.model.clone();
-                out.drafts.push(draft);
+                self.mirror(MirrorKind::Assistant, draft);
             }
             "agent_reasoning" | "agent_reasoning_raw_content" => {
                 let text = str_of(payload, "text").to_owned();
-                if self.is_mirror(Copy::EventMsg, MirrorKind::Reasoning, &text) {
-                    return;
-                }
                 let mut draft = Draft::new(EventType::Reasoning, ts, text, raw.to_owned());
                 draft.model = self.state.model.clone();
-                out.drafts.push(draft);
+                self.mirror(MirrorKind::Reasoning, draft);
             }
             "task_started" => {
                 let mut draft = runtime("task started".into());
@@ -335,40 +322,82 @@ impl Codex<'_> {
         }
     }
 
-    /// True when `text` is the twin of a copy already seen (which is then consumed); otherwise
-    /// remembers this copy so its twin can be dropped later.
-    fn is_mirror(&mut self, copy: Copy, kind: MirrorKind, text: &str) -> bool {
-        let twin = match copy {
-            Copy::Item => Copy::EventMsg,
-            Copy::EventMsg => Copy::Item,
-        };
-        let hash = mirror_hash(text);
+    /// An item is kept; mirrors of its texts that are waiting are dropped, and its texts are
+    /// remembered so mirrors arriving later are dropped too.
+    fn keep_item(&mut self, kind: MirrorKind, texts: &[String]) {
+        for text in texts {
+            let hash = mirror_hash(text);
+            match self
+                .state
+                .waiting
+                .iter()
+                .position(|w| w.kind == kind && w.hash == hash)
+            {
+                Some(at) => {
+                    self.state.waiting.remove(at);
+                }
+                None => {
+                    if self.state.items.len() >= ITEM_MEMORY {
+                        self.state.items.remove(0);
+                    }
+                    self.state.items.push((kind, hash));
+                }
+            }
+        }
+    }
+
+    /// A mirror: dropped if its item was kept already, otherwise held back for it.
+    fn mirror(&mut self, kind: MirrorKind, draft: Draft) {
+        let hash = mirror_hash(&draft.text);
         if let Some(at) = self
             .state
-            .pending
+            .items
             .iter()
-            .position(|&(c, k, h)| c == twin && k == kind && h == hash)
+            .position(|&(k, h)| k == kind && h == hash)
         {
-            self.state.pending.remove(at);
-            return true;
+            self.state.items.remove(at);
+            return;
         }
-        self.remember(copy, kind, text);
-        false
+        self.state.waiting.push(Waiting {
+            kind,
+            hash,
+            draft,
+            age: 0,
+        });
     }
 
-    fn has_pending(&self, copy: Copy, kind: MirrorKind, text: &str) -> bool {
-        let hash = mirror_hash(text);
-        self.state
-            .pending
-            .iter()
-            .any(|&(c, k, h)| c == copy && k == kind && h == hash)
-    }
-
-    fn remember(&mut self, copy: Copy, kind: MirrorKind, text: &str) {
-        if self.state.pending.len() >= MIRROR_MEMORY {
-            self.state.pending.remove(0);
+    /// Before any record other than a mirror or an item: waiting mirrors age, and those whose
+    /// item is overdue (or whose turn is ending or beginning) stand in for it.
+    fn age_mirrors(&mut self, kind: &str, payload: &Value, out: &mut AdapterOutput) {
+        if self.state.waiting.is_empty() {
+            return;
         }
-        self.state.pending.push((copy, kind, mirror_hash(text)));
+        let inner = payload.get("type").and_then(Value::as_str).unwrap_or("");
+        let is_copy_or_item = match kind {
+            "event_msg" => matches!(
+                inner,
+                "user_message"
+                    | "agent_message"
+                    | "agent_reasoning"
+                    | "agent_reasoning_raw_content"
+            ),
+            "response_item" => matches!(inner, "message" | "reasoning"),
+            _ => false,
+        };
+        if is_copy_or_item {
+            return;
+        }
+        let boundary = kind == "turn_context"
+            || (kind == "event_msg"
+                && matches!(inner, "task_complete" | "turn_aborted" | "task_started"));
+        for waiting in &mut self.state.waiting {
+            waiting.age += 1;
+        }
+        let (due, keep): (Vec<Waiting>, Vec<Waiting>) = std::mem::take(&mut self.state.waiting)
+            .into_iter()
+            .partition(|w| boundary || w.age > MIRROR_PATIENCE);
+        self.state.waiting = keep;
+        out.drafts.extend(due.into_iter().map(|w| w.draft));
     }
 }
 

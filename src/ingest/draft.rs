@@ -16,7 +16,7 @@ pub enum Ending {
 }
 
 /// One event as the adapter saw it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Draft {
     pub event_type: EventType,
     /// Milliseconds since the epoch, when the record had a timestamp.

@@ -1,0 +1,680 @@
+//! Ingest: golden normalisation of every fixture (checked against the fixture README's ground
+//! truth), and on the real engine: idempotent re-runs, appends in pieces, replaced files,
+//! interrupted runs, malformed lines, redaction and exact index statistics.
+
+mod common;
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use moraine_mcp::config::Config;
+use moraine_mcp::db::Db;
+use moraine_mcp::ingest::draft::SelfTools;
+use moraine_mcp::ingest::files::{self, LogFile};
+use moraine_mcp::ingest::reader::{Reader, Stored};
+use moraine_mcp::ingest::redact::Redactor;
+use moraine_mcp::ingest::rows::{EventRow, SessionRow, TurnRow};
+use moraine_mcp::ingest::session::BuildSettings;
+use moraine_mcp::vocab::EventType;
+use serde_json::{Value, json};
+
+fn fixture_files() -> Vec<LogFile> {
+    let (files, problems) = files::from_paths(&[common::fixtures()], None, None);
+    assert!(problems.is_empty(), "{problems:?}");
+    assert_eq!(files.len(), 12);
+    files
+}
+
+/// What one file normalises to, without a database.
+struct Normalised {
+    events: Vec<EventRow>,
+    turns: Vec<TurnRow>,
+    session: SessionRow,
+    malformed: u64,
+    redactions: u64,
+}
+
+fn normalise(file: &LogFile) -> Normalised {
+    let config = Config::default();
+    let redactor = Redactor::new(&config.ingest.redaction).unwrap();
+    let self_tools = SelfTools::new(&config.tools.self_server_names);
+    let (tx, mut rx) = tokio::sync::mpsc::channel(1000);
+    let progress = indicatif::ProgressBar::hidden();
+    let build = BuildSettings {
+        preview_chars: config.tools.preview_chars,
+        max_indexed_bytes: config.ingest.max_indexed_bytes,
+    };
+    let mut reader = Reader::new(100_000, build, &redactor, &self_tools, tx, &progress);
+    reader.read_file(file, &Stored::default()).unwrap();
+    let counters = reader.finish().unwrap();
+    let mut events = Vec::new();
+    let mut turns: BTreeMap<u32, TurnRow> = BTreeMap::new();
+    let mut session = None;
+    while let Ok(batch) = rx.try_recv() {
+        events.extend(batch.events);
+        for turn in batch.turns {
+            turns.insert(turn.ordinal, turn);
+        }
+        session = batch.sessions.into_iter().last().or(session);
+    }
+    Normalised {
+        events,
+        turns: turns.into_values().collect(),
+        session: session.expect("a session row"),
+        malformed: counters.malformed,
+        redactions: counters.redactions,
+    }
+}
+
+/// The golden form of a normalised file: what the spec cares about, keyed by source line.
+fn golden(n: &Normalised) -> Value {
+    let line_of: HashMap<u64, u32> = n.events.iter().map(|e| (e.event_key, e.line_no)).collect();
+    let line = |key: u64| {
+        if key == 0 {
+            Value::Null
+        } else {
+            json!(line_of[&key])
+        }
+    };
+    json!({
+        "title": n.session.title,
+        "turn_count": n.session.turn_count,
+        "event_count": n.session.event_count,
+        "completed": n.session.completed,
+        "mode": n.session.mode,
+        "malformed_lines": n.malformed,
+        "redactions": n.redactions,
+        "events": n.events.iter().map(|e| json!({
+            "line": e.line_no,
+            "type": EventType::from_code(e.event_type as u8).unwrap().as_str(),
+            "turn": e.turn_ordinal,
+            "ordinal": e.ordinal,
+            "tool": e.tool_name,
+            "exit_code": e.exit_code,
+            "searchable": e.searchable,
+            "self_tool": e.self_tool,
+        })).collect::<Vec<_>>(),
+        "turns": n.turns.iter().map(|t| json!({
+            "ordinal": t.ordinal,
+            "completed": t.completed,
+            "terminal_line": line(t.terminal_event_key),
+            "user_input_line": line(t.user_event_key),
+            "final_response_line": line(t.final_event_key),
+            "event_count": t.event_count,
+            "tools_called": t.tools_called,
+            "event_types": t.event_types,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn golden_path(file: &LogFile) -> PathBuf {
+    common::fixtures()
+        .join("golden")
+        .join(format!("{}.json", file.native_id.replace('/', "__")))
+}
+
+#[test]
+fn every_fixture_matches_its_golden_file() {
+    let update = std::env::var_os("UPDATE_GOLDEN").is_some();
+    for file in fixture_files() {
+        let actual = golden(&normalise(&file));
+        let path = golden_path(&file);
+        if update {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, serde_json::to_string_pretty(&actual).unwrap() + "\n").unwrap();
+            continue;
+        }
+        let expected: Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_else(|_| {
+                panic!("{} is missing; run with UPDATE_GOLDEN=1", path.display())
+            }))
+            .unwrap();
+        assert_eq!(
+            actual,
+            expected,
+            "{} differs from {}",
+            file.path.display(),
+            path.display()
+        );
+    }
+}
+
+/// One row of a per-file table in the fixture README.
+#[derive(Debug)]
+struct ReadmeRow {
+    line: u32,
+    kind: String,
+    turn: u32,
+    terminal: bool,
+}
+
+/// The README's per-file ground truth: rows, title and completion, keyed by file name.
+fn readme() -> HashMap<String, (Vec<ReadmeRow>, String, bool)> {
+    let text = std::fs::read_to_string(common::fixtures().join("README.md")).unwrap();
+    let mut out = HashMap::new();
+    for section in text.split("\n### ").skip(1) {
+        let file = section
+            .split('`')
+            .nth(1)
+            .unwrap()
+            .rsplit('/')
+            .next()
+            .unwrap()
+            .to_owned();
+        let title = section
+            .split("Expected session title: **")
+            .nth(1)
+            .and_then(|rest| rest.split("**").next())
+            .unwrap()
+            .to_owned();
+        let completed = section.contains("Session completed: **true**");
+        let rows = section
+            .lines()
+            .filter_map(|line| {
+                let cells: Vec<&str> = line.split(" | ").collect();
+                let number = cells.first()?.strip_prefix("| ")?.parse().ok()?;
+                Some(ReadmeRow {
+                    line: number,
+                    kind: cells[1].trim_matches('`').to_owned(),
+                    turn: cells[2].parse().ok()?,
+                    terminal: cells[3].contains("TERMINAL"),
+                })
+            })
+            .collect();
+        out.insert(file, (rows, title, completed));
+    }
+    out
+}
+
+#[test]
+fn normalisation_agrees_with_the_readme_ground_truth() {
+    let truth = readme();
+    for file in fixture_files() {
+        let name = file
+            .path
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let (rows, title, completed) = truth
+            .get(&name)
+            .unwrap_or_else(|| panic!("{name} is not in the README"));
+        let n = normalise(&file);
+        assert_eq!(&n.session.title, title, "{name}");
+        assert_eq!(n.session.completed, *completed, "{name}");
+        let by_line: HashMap<u32, &EventRow> = n.events.iter().map(|e| (e.line_no, e)).collect();
+        for row in rows {
+            let event = by_line.get(&row.line);
+            match row.kind.as_str() {
+                "mirror (dropped)" | "malformed" | "title" => {
+                    assert!(
+                        event.is_none(),
+                        "{name}:{} should make no event, made {event:?}",
+                        row.line
+                    )
+                }
+                kind => {
+                    let event =
+                        event.unwrap_or_else(|| panic!("{name}:{} made no event", row.line));
+                    let actual = EventType::from_code(event.event_type as u8)
+                        .unwrap()
+                        .as_str();
+                    assert_eq!(actual, kind, "{name}:{} type", row.line);
+                    assert_eq!(event.turn_ordinal, row.turn, "{name}:{} turn", row.line);
+                    let turn = &n.turns[row.turn as usize - 1];
+                    assert_eq!(
+                        turn.terminal_event_key == event.event_key,
+                        row.terminal,
+                        "{name}:{} terminal",
+                        row.line
+                    );
+                }
+            }
+        }
+        assert_eq!(
+            n.events.len(),
+            rows.iter()
+                .filter(|r| !["mirror (dropped)", "malformed", "title"].contains(&r.kind.as_str()))
+                .count(),
+            "{name}"
+        );
+        for turn in &n.turns {
+            let has_terminal = rows.iter().any(|r| r.turn == turn.ordinal && r.terminal);
+            assert_eq!(turn.completed, has_terminal, "{name} turn {}", turn.ordinal);
+        }
+    }
+}
+
+#[test]
+fn turn_facts_in_both_harnesses() {
+    let files = fixture_files();
+    let find = |part: &str| {
+        normalise(
+            files
+                .iter()
+                .find(|f| f.path.to_string_lossy().contains(part))
+                .unwrap(),
+        )
+    };
+    // Codex: completed, interrupted (completed with no final answer) and unfinished turns.
+    let codex = find("1e75913d");
+    let states: Vec<(bool, bool)> = codex
+        .turns
+        .iter()
+        .map(|t| (t.completed, t.final_event_key != 0))
+        .collect();
+    assert_eq!(states, [(true, true), (true, false), (false, false)]);
+    assert!(!codex.session.completed);
+    assert_eq!(codex.malformed, 1);
+    // Claude: the same three shapes.
+    let claude = find("3bb35e09");
+    let states: Vec<(bool, bool)> = claude
+        .turns
+        .iter()
+        .map(|t| (t.completed, t.final_event_key != 0))
+        .collect();
+    assert_eq!(
+        states,
+        [(true, true), (true, false), (true, false), (false, false)]
+    );
+    assert_eq!(claude.malformed, 1);
+    // The unknown record is stored but not searchable.
+    let unknown: Vec<&EventRow> = claude
+        .events
+        .iter()
+        .filter(|e| e.event_type == EventType::Unknown.code() as i8)
+        .collect();
+    assert_eq!(unknown.len(), 1);
+    assert!(!unknown[0].searchable);
+    // Tool arguments are searchable in both formats: the command or path is in the indexed text.
+    let core = find("5c2b148a");
+    let bash = core
+        .events
+        .iter()
+        .find(|e| e.tool_name == "Bash" && e.event_type == EventType::ToolCall.code() as i8)
+        .unwrap();
+    assert!(bash.text.contains("command="), "{}", bash.text);
+    assert!(bash.searchable);
+    // The large output is kept whole.
+    let large = find("33e88032");
+    assert!(large.events.iter().any(|e| e.text.len() > 64 * 1024));
+    // This service's own tool calls are flagged in both formats.
+    assert!(
+        find("1bbdc6f5")
+            .events
+            .iter()
+            .any(|e| e.self_tool && e.event_type == EventType::ToolResponse.code() as i8)
+    );
+    assert!(
+        find("3999407f")
+            .events
+            .iter()
+            .filter(|e| e.self_tool)
+            .count()
+            >= 4
+    );
+    assert_eq!(find("3999407f").session.mode, "mcp_internal");
+}
+
+#[test]
+fn secrets_are_redacted_from_text_and_payloads() {
+    let files = fixture_files();
+    for part in ["b130a138", "4a3980dc"] {
+        let n = normalise(
+            files
+                .iter()
+                .find(|f| f.path.to_string_lossy().contains(part))
+                .unwrap(),
+        );
+        assert!(n.redactions >= 3, "{part}: {}", n.redactions);
+        for event in &n.events {
+            for field in [&event.text, &event.raw, &event.arguments, &event.summary] {
+                for secret in [
+                    "AKIAFAKE",
+                    "hunter2secret",
+                    "ghp_",
+                    "BEGIN RSA PRIVATE KEY-----\\nMII",
+                    "sk-proj-",
+                    "sk-ant-",
+                ] {
+                    assert!(
+                        !field.contains(secret),
+                        "{part} line {} leaks {secret}",
+                        event.line_no
+                    );
+                }
+            }
+            serde_json::from_str::<Value>(&event.raw)
+                .unwrap_or_else(|e| panic!("{part}:{} raw is not JSON: {e}", event.line_no));
+        }
+    }
+}
+
+#[derive(Debug, PartialEq, clickhouse::Row, serde::Deserialize)]
+struct TurnFacts {
+    session_key: u64,
+    ordinal: u32,
+    turn_key: u64,
+    completed: bool,
+    terminal_event_key: u64,
+    event_count: u32,
+    user_event_key: u64,
+    final_event_key: u64,
+    tools_called: Vec<String>,
+}
+
+/// Everything ingest stored, in a comparable form (row versions excluded).
+#[derive(Debug, PartialEq)]
+struct Snapshot {
+    events: Vec<(u64, u64, u32, u32, u8, String, String, u16, bool)>,
+    turns: Vec<TurnFacts>,
+    sessions: Vec<(u64, String, u32, u32, bool, String, i64, i64)>,
+    postings: Vec<(u64, u64, u64, u16, u16, u8)>,
+    term_df: Vec<(u64, i64)>,
+    corpus: (i64, i64),
+}
+
+async fn snapshot(db: &Db) -> Snapshot {
+    let d = || db.default_deadline();
+    Snapshot {
+        events: db
+            .read("t", "SELECT session_key, event_key, turn_ordinal, ordinal, toUInt8(event_type), text, raw, doc_len, searchable FROM events ORDER BY session_key, turn_ordinal, ordinal")
+            .fetch_all(db, d())
+            .await
+            .unwrap(),
+        turns: db
+            .read("t", "SELECT session_key, ordinal, turn_key, completed, terminal_event_key, event_count, user_event_key, final_event_key, tools_called FROM turns FINAL ORDER BY session_key, ordinal")
+            .fetch_all(db, d())
+            .await
+            .unwrap(),
+        sessions: db
+            .read("t", "SELECT session_key, title, turn_count, event_count, completed, mode, started_at, updated_at FROM sessions FINAL ORDER BY session_key")
+            .fetch_all(db, d())
+            .await
+            .unwrap(),
+        postings: db
+            .read("t", "SELECT term, sess, doc, tf, doc_len, kind FROM postings ORDER BY term, sess, doc")
+            .fetch_all(db, d())
+            .await
+            .unwrap(),
+        term_df: db
+            .read("t", "SELECT term, sum(df) AS n FROM term_df GROUP BY term HAVING n != 0 ORDER BY term")
+            .fetch_all(db, d())
+            .await
+            .unwrap(),
+        corpus: db
+            .read("t", "SELECT sum(docs), sum(total_len) FROM corpus_stats")
+            .fetch_optional(db, d())
+            .await
+            .unwrap()
+            .unwrap(),
+    }
+}
+
+/// The statistics equal what the postings imply: no double counting, nothing lost.
+fn assert_statistics_exact(s: &Snapshot) {
+    let mut df: BTreeMap<u64, i64> = BTreeMap::new();
+    for posting in &s.postings {
+        *df.entry(posting.0).or_default() += 1;
+    }
+    assert_eq!(s.term_df, df.into_iter().collect::<Vec<_>>());
+    let searchable: Vec<_> = s.events.iter().filter(|e| e.8).collect();
+    assert_eq!(s.corpus.0, searchable.len() as i64);
+    assert_eq!(
+        s.corpus.1,
+        searchable.iter().map(|e| e.7 as i64).sum::<i64>()
+    );
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    for entry in glob::glob(&format!("{}/**/*.jsonl", from.display())).unwrap() {
+        let source = entry.unwrap();
+        let target = to.join(source.strip_prefix(from).unwrap());
+        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+        std::fs::copy(&source, &target).unwrap();
+    }
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("ingest-{name}-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[tokio::test]
+async fn ingesting_twice_and_on_another_machine_gives_the_same_ids_and_counts() {
+    let (config, db) = common::fresh_db().await;
+    let first = common::ingest_paths(&config, &db, &[common::fixtures()]).await;
+    assert_eq!(first.counters.files_read, 12);
+    assert_eq!(first.counters.malformed, 2);
+    let once = snapshot(&db).await;
+    assert_statistics_exact(&once);
+    assert!(!once.postings.is_empty());
+
+    let second = common::ingest_paths(&config, &db, &[common::fixtures()]).await;
+    assert_eq!(second.counters.files_unchanged, 12);
+    assert_eq!(second.counters.events, 0);
+    assert_eq!(snapshot(&db).await, once);
+
+    // "Another machine": the same files at another path, into another database.
+    let elsewhere = scratch("elsewhere");
+    copy_dir(&common::fixtures(), &elsewhere);
+    let (config2, db2) = common::fresh_db().await;
+    common::ingest_paths(&config2, &db2, &[elsewhere.clone()]).await;
+    assert_eq!(snapshot(&db2).await, once);
+    std::fs::remove_dir_all(elsewhere).unwrap();
+}
+
+/// Writes the first `cut` bytes of every fixture into `dir` (same relative paths).
+fn write_prefixes(dir: &Path, cut: impl Fn(&[u8]) -> usize) {
+    for entry in glob::glob(&format!("{}/**/*.jsonl", common::fixtures().display())).unwrap() {
+        let source = entry.unwrap();
+        let bytes = std::fs::read(&source).unwrap();
+        let target = dir.join(source.strip_prefix(common::fixtures()).unwrap());
+        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+        std::fs::write(&target, &bytes[..cut(&bytes)]).unwrap();
+    }
+}
+
+#[tokio::test]
+async fn appending_in_pieces_equals_one_pass() {
+    let (config, clean_db) = common::fresh_db().await;
+    common::ingest_paths(&config, &clean_db, &[common::fixtures()]).await;
+    let clean = snapshot(&clean_db).await;
+
+    let dir = scratch("appends");
+    let (config, db) = common::fresh_db().await;
+    // Cut points: a third of the lines, then in the middle of a line (a record still being
+    // written), then the rest.
+    let at_line = |bytes: &[u8], fraction: f64| {
+        let newlines: Vec<usize> = bytes
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| **b == b'\n')
+            .map(|(i, _)| i + 1)
+            .collect();
+        newlines[((newlines.len() as f64 * fraction) as usize).min(newlines.len() - 1)]
+    };
+    write_prefixes(&dir, |b| at_line(b, 0.33));
+    common::ingest_paths(&config, &db, &[dir.clone()]).await;
+    write_prefixes(&dir, |b| (at_line(b, 0.66) + 25).min(b.len()));
+    let partial = common::ingest_paths(&config, &db, &[dir.clone()]).await;
+    assert_eq!(
+        partial.counters.files_reread, 0,
+        "appends must not re-read from the start"
+    );
+    let mid = snapshot(&db).await;
+    assert_statistics_exact(&mid);
+    // Open turns are reported as open in between.
+    assert!(mid.turns.iter().any(|t| !t.completed));
+    write_prefixes(&dir, |b| b.len());
+    common::ingest_paths(&config, &db, &[dir.clone()]).await;
+    let pieced = snapshot(&db).await;
+    assert_eq!(pieced, clean);
+    assert_statistics_exact(&pieced);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[tokio::test]
+async fn a_truncated_and_rewritten_file_is_read_again() {
+    let files = fixture_files();
+    let claude: Vec<&LogFile> = files
+        .iter()
+        .filter(|f| f.harness == files::Harness::ClaudeCode && !f.subagent)
+        .collect();
+    let (original, replacement) = (claude[0], claude[1]);
+    let dir = scratch("rewrite");
+    let target = dir.join(original.path.file_name().unwrap());
+    std::fs::copy(&original.path, &target).unwrap();
+    let (config, db) = common::fresh_db().await;
+    common::ingest_paths(&config, &db, &[target.clone()]).await;
+
+    // Truncate and rewrite with other content under the same name.
+    std::fs::write(&target, std::fs::read(&replacement.path).unwrap()).unwrap();
+    let summary = common::ingest_paths(&config, &db, &[target.clone()]).await;
+    assert_eq!(summary.counters.files_reread, 1);
+    let rewritten = snapshot(&db).await;
+    assert_statistics_exact(&rewritten);
+
+    let (config2, db2) = common::fresh_db().await;
+    common::ingest_paths(&config2, &db2, &[target.clone()]).await;
+    assert_eq!(rewritten, snapshot(&db2).await);
+
+    // Truncated to less than was read: read again too.
+    let bytes = std::fs::read(&target).unwrap();
+    let half = bytes
+        .iter()
+        .take(bytes.len() / 2)
+        .rposition(|b| *b == b'\n')
+        .unwrap()
+        + 1;
+    std::fs::write(&target, &bytes[..half]).unwrap();
+    let summary = common::ingest_paths(&config, &db, &[target.clone()]).await;
+    assert_eq!(summary.counters.files_reread, 1);
+    let truncated = snapshot(&db).await;
+    assert_statistics_exact(&truncated);
+    assert!(truncated.events.len() < rewritten.events.len());
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[tokio::test]
+async fn rows_of_a_run_that_stopped_before_its_checkpoint_are_replaced() {
+    let file = fixture_files()
+        .into_iter()
+        .find(|f| f.path.to_string_lossy().contains("23435693"))
+        .unwrap();
+    let dir = scratch("orphans");
+    let target = dir.join(file.path.file_name().unwrap());
+    let bytes = std::fs::read(&file.path).unwrap();
+    let half = bytes
+        .iter()
+        .take(bytes.len() / 2)
+        .rposition(|b| *b == b'\n')
+        .unwrap()
+        + 1;
+
+    // The checkpoint a run would have written after the first half.
+    std::fs::write(&target, &bytes[..half]).unwrap();
+    let (config_a, db_a) = common::fresh_db().await;
+    common::ingest_paths(&config_a, &db_a, &[target.clone()]).await;
+    let checkpoint: Vec<moraine_mcp::ingest::rows::CheckpointRow> = db_a
+        .read("t", "SELECT file_key, path, harness, source, session_key, offset, line_no, head_hash, tail_hash, state, version FROM ingest_checkpoints FINAL")
+        .fetch_all(&db_a, db_a.default_deadline())
+        .await
+        .unwrap();
+
+    // A database holding the whole file but only that half-way checkpoint: as if the run
+    // inserted the second half and died before writing its checkpoint.
+    std::fs::write(&target, &bytes).unwrap();
+    let (config, db) = common::fresh_db().await;
+    common::ingest_paths(&config, &db, &[target.clone()]).await;
+    let clean = snapshot(&db).await;
+    let mut stale = checkpoint[0].clone();
+    stale.version = moraine_mcp::ingest::writer::next_version(0);
+    db.insert("t", "ingest_checkpoints", &[stale], &[])
+        .await
+        .unwrap();
+
+    let rerun = common::ingest_paths(&config, &db, &[target.clone()]).await;
+    assert!(rerun.counters.events > 0, "the second half is read again");
+    let after = snapshot(&db).await;
+    assert_eq!(after, clean);
+    assert_statistics_exact(&after);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[tokio::test]
+async fn a_malformed_line_is_counted_and_the_rest_ingested_and_unreadable_files_are_skipped() {
+    let (config, db) = common::fresh_db().await;
+    let dir = scratch("malformed");
+    let good = dir.join("rollout-2026-05-01T00-00-00-0194f3a2-7b1c-4d3e-9f00-1a2b3c4d5e6f.jsonl");
+    let mut out = std::fs::File::create(&good).unwrap();
+    writeln!(out, r#"{{"timestamp":"2026-05-01T00:00:00.000Z","type":"session_meta","payload":{{"id":"0194f3a2-7b1c-4d3e-9f00-1a2b3c4d5e6f","cwd":"/tmp"}}}}"#).unwrap();
+    writeln!(out, r#"{{"timestamp":"2026-05-01T00:00:01.000Z","type":"response_item","payload":{{"type":"message","role":"user","content":[{{"type":"input_text","text":"hello"}}]}}}}"#).unwrap();
+    writeln!(out, "{{not json").unwrap();
+    writeln!(out, "[1, 2, 3]").unwrap();
+    writeln!(out, r#"{{"timestamp":"2026-05-01T00:00:02.000Z","type":"event_msg","payload":{{"type":"task_complete"}}}}"#).unwrap();
+    drop(out);
+    let unreadable =
+        dir.join("rollout-2026-05-02T00-00-00-0194f3a2-7b1c-4d3e-9f00-1a2b3c4d5e70.jsonl");
+    std::fs::write(&unreadable, "{}\n").unwrap();
+    let (files, _) = files::from_paths(
+        &[good.clone(), unreadable.clone()],
+        Some(files::Harness::Codex),
+        None,
+    );
+    std::fs::remove_file(&unreadable).unwrap();
+    let summary = moraine_mcp::ingest::run(&config, &db, files, false)
+        .await
+        .unwrap();
+    assert_eq!(summary.counters.malformed, 2);
+    assert_eq!(summary.counters.files_unreadable, 1);
+    assert_eq!(summary.counters.events, 3);
+    assert!(!summary.nothing_ingested());
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn the_ingest_command_reports_and_exits_by_what_it_ingested() {
+    // Nothing readable at all: non-zero.
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_moraine-mcp"))
+        .args(["ingest", "/nonexistent/path.jsonl"])
+        .env("MORAINE_MCP_CLICKHOUSE__URL", common::shared_engine_url())
+        .env(
+            "MORAINE_MCP_CLICKHOUSE__DATABASE",
+            format!("cli_{}", uuid::Uuid::new_v4().simple()),
+        )
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    // Fixtures: a summary line and success.
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_moraine-mcp"))
+        .arg("ingest")
+        .arg(common::fixtures())
+        .env("MORAINE_MCP_CLICKHOUSE__URL", common::shared_engine_url())
+        .env(
+            "MORAINE_MCP_CLICKHOUSE__DATABASE",
+            format!("cli_{}", uuid::Uuid::new_v4().simple()),
+        )
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout} {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for part in [
+        "12 files",
+        "lines",
+        "events written",
+        "sessions touched",
+        "2 malformed lines",
+        "redactions",
+        "events/s",
+    ] {
+        assert!(stdout.contains(part), "{part} missing from: {stdout}");
+    }
+}
