@@ -399,3 +399,41 @@ impl Mcp {
         )
     }
 }
+
+/// A server over the fixtures, shared by every test of a binary. It runs on a runtime of its
+/// own, since each `#[tokio::test]` has a runtime that ends with the test.
+pub struct Shared {
+    pub mcp_url: String,
+    pub base: String,
+    pub config: Config,
+}
+
+pub fn shared_fixture_server() -> &'static Shared {
+    static SHARED: OnceLock<Shared> = OnceLock::new();
+    SHARED.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let server = TestServer::with_fixtures().await;
+                tx.send(Shared {
+                    mcp_url: server.mcp_url.clone(),
+                    base: server.base.clone(),
+                    config: server.config.as_ref().clone(),
+                })
+                .unwrap();
+                std::future::pending::<()>().await;
+            });
+        });
+        rx.recv().unwrap()
+    })
+}
+
+/// A database handle on the shared server's database, usable from any runtime.
+pub fn shared_db() -> Db {
+    let shared = shared_fixture_server();
+    Db::new(&shared.config.clickhouse, Metrics::new(&shared.config.sla))
+}
