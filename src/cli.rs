@@ -74,6 +74,12 @@ enum Command {
         #[arg(long)]
         no_ingest: bool,
     },
+    /// Exit 0 when the server's /healthz answers 200 (for container health checks).
+    Healthcheck {
+        /// The health URL (default: /healthz on the listen address, via loopback).
+        #[arg(long)]
+        url: Option<String>,
+    },
     /// Ingest session logs: the given files and directories, or the configured sources.
     Ingest {
         /// Log files or directories; none means the configured sources (~/.codex, ~/.claude).
@@ -186,6 +192,7 @@ async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Up { no_ingest, .. } => up(config, no_ingest).await,
+        Command::Healthcheck { url } => healthcheck(&config, url).await,
         Command::Ingest {
             paths,
             harness,
@@ -225,6 +232,41 @@ async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
             })
         }
     }
+}
+
+/// GETs the health endpoint; healthy only on 200.
+async fn healthcheck(config: &Config, url: Option<String>) -> anyhow::Result<ExitCode> {
+    let url = url.unwrap_or_else(|| {
+        let addr = config.server.listen_addr();
+        let host = if addr.ip().is_unspecified() {
+            "127.0.0.1".to_owned()
+        } else {
+            addr.ip().to_string()
+        };
+        let host = if host.contains(':') {
+            format!("[{host}]")
+        } else {
+            host
+        };
+        format!("http://{host}:{}/healthz", addr.port())
+    });
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build_http::<http_body_util::Empty<bytes::Bytes>>();
+    let uri: axum::http::Uri = url.parse().with_context(|| format!("bad URL {url:?}"))?;
+    let response = tokio::time::timeout(Duration::from_secs(5), client.get(uri))
+        .await
+        .context("no answer within 5 s")?
+        .with_context(|| format!("cannot reach {url}"))?;
+    let status = response.status();
+    let body = http_body_util::BodyExt::collect(response.into_body())
+        .await?
+        .to_bytes();
+    println!("{} {}", status.as_u16(), String::from_utf8_lossy(&body));
+    Ok(if status.is_success() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 /// A database handle once ClickHouse answers.

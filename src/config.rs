@@ -565,10 +565,9 @@ impl Config {
                 "is not a valid tracing filter",
             ));
         }
-        if !telemetry.otlp_endpoint.is_empty()
-            && !(telemetry.otlp_endpoint.starts_with("http://")
-                || telemetry.otlp_endpoint.starts_with("https://"))
-        {
+        let endpoint = &telemetry.otlp_endpoint;
+        let is_url = endpoint.starts_with("http://") || endpoint.starts_with("https://");
+        if !endpoint.is_empty() && !is_url {
             return Err(ConfigError::invalid(
                 "telemetry.otlp_endpoint",
                 "must be an http:// or https:// URL, or empty",
@@ -636,10 +635,10 @@ fn positive(key: &str, value: u64) -> Result<(), ConfigError> {
 
 /// Expands a leading `~/` to the home directory.
 pub fn expand_home(path: &str) -> PathBuf {
-    if let Some(rest) = path.strip_prefix("~/") {
-        if let Some(home) = std::env::var_os("HOME") {
-            return PathBuf::from(home).join(rest);
-        }
+    if let Some(rest) = path.strip_prefix("~/")
+        && let Some(home) = std::env::var_os("HOME")
+    {
+        return PathBuf::from(home).join(rest);
     }
     PathBuf::from(path)
 }

@@ -91,13 +91,13 @@ pub async fn migrate(config: &ClickHouseConfig, db: &Db) -> Result<MigrateReport
         )
         .fetch_all(db, deadline)
         .await?;
-    if let Some(newest) = applied.iter().map(|a| a.version).max() {
-        if newest > latest_version() {
-            return Err(MigrateError::TooNew {
-                found: newest,
-                expected: latest_version(),
-            });
-        }
+    if let Some(newest) = applied.iter().map(|a| a.version).max()
+        && newest > latest_version()
+    {
+        return Err(MigrateError::TooNew {
+            found: newest,
+            expected: latest_version(),
+        });
     }
     let mut report = MigrateReport::default();
     for migration in MIGRATIONS {

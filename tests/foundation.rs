@@ -501,7 +501,7 @@ async fn bodies_over_the_limit_are_refused() {
 
 #[tokio::test]
 async fn a_full_query_pool_answers_busy_and_a_short_deadline_answers_deadline_exceeded() {
-    let (mut config, db) = fresh_db().await;
+    let (mut config, _db) = fresh_db().await;
     config.clickhouse.max_concurrent_queries = 1;
     config.clickhouse.queue_timeout_ms = 50;
     let db = Db::new(&config.clickhouse, Metrics::new(&config.sla));

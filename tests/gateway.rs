@@ -23,7 +23,7 @@ fn item(id: u64) -> Item {
         id,
         name: format!("it's \"item\" \\ {id} ünïcode"),
         tags: vec!["a".into(), format!("t{id}")],
-        score: (id % 2 == 0).then_some(id as f64 / 2.0),
+        score: id.is_multiple_of(2).then_some(id as f64 / 2.0),
         at: 1_777_488_151_125 + id as i64,
     }
 }

@@ -364,12 +364,17 @@ struct TurnFacts {
     tools_called: Vec<String>,
 }
 
+/// (session, event, turn ordinal, ordinal, type, text, raw, doc_len, searchable)
+type EventFacts = (u64, u64, u32, u32, u8, String, String, u16, bool);
+/// (session, title, turns, events, completed, mode, started_at, updated_at)
+type SessionFacts = (u64, String, u32, u32, bool, String, i64, i64);
+
 /// Everything ingest stored, in a comparable form (row versions excluded).
 #[derive(Debug, PartialEq)]
 struct Snapshot {
-    events: Vec<(u64, u64, u32, u32, u8, String, String, u16, bool)>,
+    events: Vec<EventFacts>,
     turns: Vec<TurnFacts>,
-    sessions: Vec<(u64, String, u32, u32, bool, String, i64, i64)>,
+    sessions: Vec<SessionFacts>,
     postings: Vec<(u64, u64, u64, u16, u16, u8)>,
     term_df: Vec<(u64, i64)>,
     corpus: (i64, i64),
@@ -446,14 +451,14 @@ fn scratch(name: &str) -> PathBuf {
 #[tokio::test]
 async fn ingesting_twice_and_on_another_machine_gives_the_same_ids_and_counts() {
     let (config, db) = common::fresh_db().await;
-    let first = common::ingest_paths(&config, &db, &[common::fixtures()]).await;
+    let first = common::ingest_paths(&config, &db, &common::fixtures()).await;
     assert_eq!(first.counters.files_read, 12);
     assert_eq!(first.counters.malformed, 2);
     let once = snapshot(&db).await;
     assert_statistics_exact(&once);
     assert!(!once.postings.is_empty());
 
-    let second = common::ingest_paths(&config, &db, &[common::fixtures()]).await;
+    let second = common::ingest_paths(&config, &db, &common::fixtures()).await;
     assert_eq!(second.counters.files_unchanged, 12);
     assert_eq!(second.counters.events, 0);
     assert_eq!(snapshot(&db).await, once);
@@ -462,7 +467,7 @@ async fn ingesting_twice_and_on_another_machine_gives_the_same_ids_and_counts() 
     let elsewhere = scratch("elsewhere");
     copy_dir(&common::fixtures(), &elsewhere);
     let (config2, db2) = common::fresh_db().await;
-    common::ingest_paths(&config2, &db2, &[elsewhere.clone()]).await;
+    common::ingest_paths(&config2, &db2, &elsewhere).await;
     assert_eq!(snapshot(&db2).await, once);
     std::fs::remove_dir_all(elsewhere).unwrap();
 }
@@ -481,7 +486,7 @@ fn write_prefixes(dir: &Path, cut: impl Fn(&[u8]) -> usize) {
 #[tokio::test]
 async fn appending_in_pieces_equals_one_pass() {
     let (config, clean_db) = common::fresh_db().await;
-    common::ingest_paths(&config, &clean_db, &[common::fixtures()]).await;
+    common::ingest_paths(&config, &clean_db, &common::fixtures()).await;
     let clean = snapshot(&clean_db).await;
 
     let dir = scratch("appends");
@@ -498,9 +503,9 @@ async fn appending_in_pieces_equals_one_pass() {
         newlines[((newlines.len() as f64 * fraction) as usize).min(newlines.len() - 1)]
     };
     write_prefixes(&dir, |b| at_line(b, 0.33));
-    common::ingest_paths(&config, &db, &[dir.clone()]).await;
+    common::ingest_paths(&config, &db, &dir).await;
     write_prefixes(&dir, |b| (at_line(b, 0.66) + 25).min(b.len()));
-    let partial = common::ingest_paths(&config, &db, &[dir.clone()]).await;
+    let partial = common::ingest_paths(&config, &db, &dir).await;
     assert_eq!(
         partial.counters.files_reread, 0,
         "appends must not re-read from the start"
@@ -510,7 +515,7 @@ async fn appending_in_pieces_equals_one_pass() {
     // Open turns are reported as open in between.
     assert!(mid.turns.iter().any(|t| !t.completed));
     write_prefixes(&dir, |b| b.len());
-    common::ingest_paths(&config, &db, &[dir.clone()]).await;
+    common::ingest_paths(&config, &db, &dir).await;
     let pieced = snapshot(&db).await;
     assert_eq!(pieced, clean);
     assert_statistics_exact(&pieced);
@@ -529,17 +534,17 @@ async fn a_truncated_and_rewritten_file_is_read_again() {
     let target = dir.join(original.path.file_name().unwrap());
     std::fs::copy(&original.path, &target).unwrap();
     let (config, db) = common::fresh_db().await;
-    common::ingest_paths(&config, &db, &[target.clone()]).await;
+    common::ingest_paths(&config, &db, &target).await;
 
     // Truncate and rewrite with other content under the same name.
     std::fs::write(&target, std::fs::read(&replacement.path).unwrap()).unwrap();
-    let summary = common::ingest_paths(&config, &db, &[target.clone()]).await;
+    let summary = common::ingest_paths(&config, &db, &target).await;
     assert_eq!(summary.counters.files_reread, 1);
     let rewritten = snapshot(&db).await;
     assert_statistics_exact(&rewritten);
 
     let (config2, db2) = common::fresh_db().await;
-    common::ingest_paths(&config2, &db2, &[target.clone()]).await;
+    common::ingest_paths(&config2, &db2, &target).await;
     assert_eq!(rewritten, snapshot(&db2).await);
 
     // Truncated to less than was read: read again too.
@@ -551,7 +556,7 @@ async fn a_truncated_and_rewritten_file_is_read_again() {
         .unwrap()
         + 1;
     std::fs::write(&target, &bytes[..half]).unwrap();
-    let summary = common::ingest_paths(&config, &db, &[target.clone()]).await;
+    let summary = common::ingest_paths(&config, &db, &target).await;
     assert_eq!(summary.counters.files_reread, 1);
     let truncated = snapshot(&db).await;
     assert_statistics_exact(&truncated);
@@ -578,7 +583,7 @@ async fn rows_of_a_run_that_stopped_before_its_checkpoint_are_replaced() {
     // The checkpoint a run would have written after the first half.
     std::fs::write(&target, &bytes[..half]).unwrap();
     let (config_a, db_a) = common::fresh_db().await;
-    common::ingest_paths(&config_a, &db_a, &[target.clone()]).await;
+    common::ingest_paths(&config_a, &db_a, &target).await;
     let checkpoint: Vec<moraine_mcp::ingest::rows::CheckpointRow> = db_a
         .read("t", "SELECT file_key, path, harness, source, session_key, offset, line_no, head_hash, tail_hash, state, version FROM ingest_checkpoints FINAL")
         .fetch_all(&db_a, db_a.default_deadline())
@@ -589,7 +594,7 @@ async fn rows_of_a_run_that_stopped_before_its_checkpoint_are_replaced() {
     // inserted the second half and died before writing its checkpoint.
     std::fs::write(&target, &bytes).unwrap();
     let (config, db) = common::fresh_db().await;
-    common::ingest_paths(&config, &db, &[target.clone()]).await;
+    common::ingest_paths(&config, &db, &target).await;
     let clean = snapshot(&db).await;
     let mut stale = checkpoint[0].clone();
     stale.version = moraine_mcp::ingest::writer::next_version(0);
@@ -597,7 +602,7 @@ async fn rows_of_a_run_that_stopped_before_its_checkpoint_are_replaced() {
         .await
         .unwrap();
 
-    let rerun = common::ingest_paths(&config, &db, &[target.clone()]).await;
+    let rerun = common::ingest_paths(&config, &db, &target).await;
     assert!(rerun.counters.events > 0, "the second half is read again");
     let after = snapshot(&db).await;
     assert_eq!(after, clean);

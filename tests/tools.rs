@@ -490,7 +490,7 @@ async fn this_services_own_tool_traffic_is_not_searched_by_default() {
     // With the switch on, the same traffic is found.
     let (mut config, db) = common::fresh_db().await;
     config.tools.include_self_events = true;
-    common::ingest_paths(&config, &db, &[common::fixtures()]).await;
+    common::ingest_paths(&config, &db, &common::fixtures()).await;
     let server = TestServer::start(config, db).await;
     let mut c = Mcp::legacy(&server.mcp_url, None).await;
     let e = c.ok("search_sessions", json!({"query": "mcp moraine search_sessions", "event_types": ["tool_call"], "n_hits": 50})).await;
@@ -1532,7 +1532,7 @@ async fn each_search_is_logged_with_its_hits() {
 #[tokio::test]
 async fn a_failing_query_log_never_fails_a_search() {
     let (config, db) = common::fresh_db().await;
-    common::ingest_paths(&config, &db, &[common::fixtures()]).await;
+    common::ingest_paths(&config, &db, &common::fixtures()).await;
     db.write("t", "DROP TABLE search_hit_log")
         .execute(&db, db.default_deadline())
         .await

@@ -198,10 +198,10 @@ impl Claude<'_> {
 
     fn assistant(&mut self, record: &Value, ts: Option<i64>, raw: &str, drafts: &mut Vec<Draft>) {
         let message = record.get("message").unwrap_or(&Value::Null);
-        if let Some(model) = message.get("model").and_then(Value::as_str) {
-            if model != "<synthetic>" {
-                self.state.model = model.to_owned();
-            }
+        if let Some(model) = message.get("model").and_then(Value::as_str)
+            && model != "<synthetic>"
+        {
+            self.state.model = model.to_owned();
         }
         let model = self.state.model.clone();
         let content = message.get("content").unwrap_or(&Value::Null);
@@ -324,11 +324,11 @@ impl Claude<'_> {
 /// The record with `message.content` narrowed to one block: the raw source of one event.
 fn narrow(record: &Value, index: usize) -> String {
     let mut copy = record.clone();
-    if let Some(content) = copy.get_mut("message").and_then(|m| m.get_mut("content")) {
-        if let Value::Array(blocks) = content {
-            let block = blocks.get(index).cloned().unwrap_or(Value::Null);
-            *content = Value::Array(vec![block]);
-        }
+    if let Some(content) = copy.get_mut("message").and_then(|m| m.get_mut("content"))
+        && let Value::Array(blocks) = content
+    {
+        let block = blocks.get(index).cloned().unwrap_or(Value::Null);
+        *content = Value::Array(vec![block]);
     }
     copy.to_string()
 }

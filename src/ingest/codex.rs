@@ -424,15 +424,15 @@ fn tool_output(output: &Value) -> (String, Option<i32>) {
         Value::Null => String::new(),
         other => other.to_string(),
     };
-    if let Ok(Value::Object(wrapped)) = serde_json::from_str::<Value>(&text) {
-        if let Some(inner) = wrapped.get("output").and_then(Value::as_str) {
-            let code = wrapped
-                .get("metadata")
-                .and_then(|m| m.get("exit_code"))
-                .and_then(Value::as_i64)
-                .and_then(|c| i32::try_from(c).ok());
-            return (inner.to_owned(), code.or_else(|| exit_code_in_text(inner)));
-        }
+    if let Ok(Value::Object(wrapped)) = serde_json::from_str::<Value>(&text)
+        && let Some(inner) = wrapped.get("output").and_then(Value::as_str)
+    {
+        let code = wrapped
+            .get("metadata")
+            .and_then(|m| m.get("exit_code"))
+            .and_then(Value::as_i64)
+            .and_then(|c| i32::try_from(c).ok());
+        return (inner.to_owned(), code.or_else(|| exit_code_in_text(inner)));
     }
     let code = exit_code_in_text(&text);
     (text, code)

@@ -153,15 +153,15 @@ impl SessionBuilder {
                 let (text, cut) = preview(&draft.text, self.settings.preview_chars);
                 turn.last_answer = Some((key, text, cut));
             }
-            if let Some(ending) = draft.ending {
-                if !turn.completed {
-                    turn.completed = true;
-                    turn.terminal = key;
-                    turn.final_answer = match ending {
-                        Ending::Completed => turn.last_answer.clone(),
-                        Ending::Interrupted | Ending::Failed => None,
-                    };
-                }
+            if let Some(ending) = draft.ending
+                && !turn.completed
+            {
+                turn.completed = true;
+                turn.terminal = key;
+                turn.final_answer = match ending {
+                    Ending::Completed => turn.last_answer.clone(),
+                    Ending::Interrupted | Ending::Failed => None,
+                };
             }
         }
 
@@ -238,12 +238,12 @@ impl SessionBuilder {
     /// user, which is what a final answer is (Claude Code often logs no stop reason).
     fn close_turn(&mut self) -> TurnRow {
         let turn = &mut self.state.turn;
-        if !turn.completed {
-            if let Some((key, EventType::AssistantResponse)) = turn.last_event {
-                turn.completed = true;
-                turn.terminal = key;
-                turn.final_answer = turn.last_answer.clone().filter(|(k, _, _)| *k == key);
-            }
+        if !turn.completed
+            && let Some((key, EventType::AssistantResponse)) = turn.last_event
+        {
+            turn.completed = true;
+            turn.terminal = key;
+            turn.final_answer = turn.last_answer.clone().filter(|(k, _, _)| *k == key);
         }
         self.turn_row(0)
     }
@@ -372,34 +372,34 @@ fn slugify(title: &str) -> String {
 
 /// The compact one-line summary shown for an event in `open(turn)`.
 fn event_summary(draft: &Draft, max_chars: usize) -> (String, bool) {
-    if draft.event_type == EventType::ToolCall {
-        if let Ok(Value::Object(args)) = serde_json::from_str::<Value>(&draft.arguments) {
-            for key in [
-                "cmd",
-                "command",
-                "file_path",
-                "path",
-                "pattern",
-                "query",
-                "url",
-                "prompt",
-                "description",
-            ] {
-                match args.get(key) {
-                    Some(Value::String(s)) if !s.trim().is_empty() => return preview(s, max_chars),
-                    Some(Value::Array(items)) if !items.is_empty() => {
-                        let words: Vec<String> = items
-                            .iter()
-                            .map(|v| {
-                                v.as_str()
-                                    .map(str::to_owned)
-                                    .unwrap_or_else(|| v.to_string())
-                            })
-                            .collect();
-                        return preview(&words.join(" "), max_chars);
-                    }
-                    _ => {}
+    if draft.event_type == EventType::ToolCall
+        && let Ok(Value::Object(args)) = serde_json::from_str::<Value>(&draft.arguments)
+    {
+        for key in [
+            "cmd",
+            "command",
+            "file_path",
+            "path",
+            "pattern",
+            "query",
+            "url",
+            "prompt",
+            "description",
+        ] {
+            match args.get(key) {
+                Some(Value::String(s)) if !s.trim().is_empty() => return preview(s, max_chars),
+                Some(Value::Array(items)) if !items.is_empty() => {
+                    let words: Vec<String> = items
+                        .iter()
+                        .map(|v| {
+                            v.as_str()
+                                .map(str::to_owned)
+                                .unwrap_or_else(|| v.to_string())
+                        })
+                        .collect();
+                    return preview(&words.join(" "), max_chars);
                 }
+                _ => {}
             }
         }
     }

@@ -41,10 +41,11 @@ pub fn engine_dir(name: &str) -> PathBuf {
     std::fs::create_dir_all(&root).unwrap();
     for entry in std::fs::read_dir(&root).unwrap().flatten() {
         let file = entry.file_name().to_string_lossy().into_owned();
-        if let Some(pid) = file.rsplit('-').next().and_then(|p| p.parse::<u32>().ok()) {
-            if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
-                let _ = std::fs::remove_dir_all(entry.path());
-            }
+        if let Some(pid) = file.rsplit('-').next().and_then(|p| p.parse::<u32>().ok())
+            && pid != std::process::id()
+            && !Path::new(&format!("/proc/{pid}")).exists()
+        {
+            let _ = std::fs::remove_dir_all(entry.path());
         }
     }
     root.join(format!("{name}-{}", std::process::id()))
@@ -95,9 +96,9 @@ pub fn fixtures() -> PathBuf {
         .join("fixtures")
 }
 
-/// Ingests paths (files or directories) into `db`.
-pub async fn ingest_paths(config: &Config, db: &Db, paths: &[PathBuf]) -> ingest::Summary {
-    let (files, problems) = ingest::files::from_paths(paths, None, None);
+/// Ingests a file or a directory into `db`.
+pub async fn ingest_paths(config: &Config, db: &Db, path: &Path) -> ingest::Summary {
+    let (files, problems) = ingest::files::from_paths(&[path.to_owned()], None, None);
     assert!(problems.is_empty(), "{problems:?}");
     ingest::run(config, db, files, false).await.unwrap()
 }
@@ -143,7 +144,7 @@ impl TestServer {
     /// A server over a fresh database holding every fixture.
     pub async fn with_fixtures() -> Self {
         let (config, db) = fresh_db().await;
-        ingest_paths(&config, &db, &[fixtures()]).await;
+        ingest_paths(&config, &db, &fixtures()).await;
         Self::start(config, db).await
     }
 
@@ -174,8 +175,7 @@ impl Reply {
                 .lines()
                 .filter_map(|l| l.strip_prefix("data:"))
                 .map(str::trim)
-                .filter(|l| l.starts_with('{'))
-                .last()
+                .rfind(|l| l.starts_with('{'))
                 .unwrap_or_else(|| panic!("no JSON in SSE body: {}", self.body));
             return serde_json::from_str(data).unwrap();
         }
