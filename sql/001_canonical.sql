@@ -32,7 +32,6 @@ CREATE TABLE IF NOT EXISTS turns
 (
     session_key         UInt64,
     ordinal             UInt32,
-    turn_key            UInt64,
     completed           Bool,
     terminal_event_key  UInt64,
     event_count         UInt32,
@@ -51,9 +50,10 @@ CREATE TABLE IF NOT EXISTS turns
 ENGINE = ReplacingMergeTree(version)
 ORDER BY (session_key, ordinal);
 
--- One row per event, never updated. Ordered so that a turn's events, and a session's turns, are
--- contiguous ranges; the small granularity keeps point lookups (open(event), search snippets)
--- from dragging in neighbouring payloads.
+-- One row per event, never updated (whether an event is terminal is the turn's
+-- terminal_event_key). Ordered so that a turn's events, and a session's turns, are contiguous
+-- ranges. Granules of at most 64 rows or 32 KiB and compression blocks of at most 32 KiB keep
+-- point lookups (open(event), search snippets) from decompressing neighbouring payloads.
 CREATE TABLE IF NOT EXISTS events
 (
     session_key        UInt64,
@@ -82,7 +82,8 @@ CREATE TABLE IF NOT EXISTS events
 )
 ENGINE = MergeTree
 ORDER BY (session_key, turn_ordinal, ordinal)
-SETTINGS index_granularity = 256;
+SETTINGS index_granularity = 64, index_granularity_bytes = 32768,
+         min_compress_block_size = 4096, max_compress_block_size = 32768;
 
 -- The single write path. Nothing is stored here: the views below and in 002 consume each block.
 CREATE TABLE IF NOT EXISTS event_ingest

@@ -1,7 +1,7 @@
 -- BM25 index: postings plus precomputed document-frequency and corpus statistics.
 --
--- Postings carry everything scoring and filtering need (tf, doc_len, event kind), so a query
--- never joins back to the documents. ORDER BY (term, sess, doc) serves global queries as a
+-- Postings carry everything scoring and filtering need (tf, doc_len, event kind, turn ordinal),
+-- so a query never joins back to the documents. ORDER BY (term, sess, doc) serves global queries as a
 -- term-prefix range and session-scoped ones as a (term, sess) range. Event keys carry the event
 -- time in their high bits, which gives the spec's timestamp tie-break without a timestamp column.
 -- `kind` packs the event type (low 7 bits) with the "this service's own tool traffic" flag (bit 7).
@@ -13,7 +13,8 @@ CREATE TABLE IF NOT EXISTS postings
     doc      UInt64,
     tf       UInt16,
     doc_len  UInt16,
-    kind     UInt8
+    kind     UInt8,
+    turn     UInt32 CODEC(Delta, LZ4)
 )
 ENGINE = MergeTree
 ORDER BY (term, sess, doc)
@@ -26,7 +27,8 @@ SELECT
     event_key AS doc,
     tf,
     doc_len,
-    toUInt8(toUInt8(event_type) + 128 * self_tool) AS kind
+    toUInt8(toUInt8(event_type) + 128 * self_tool) AS kind,
+    turn_ordinal AS turn
 FROM event_ingest
 ARRAY JOIN terms AS term, tfs AS tf
 WHERE searchable;

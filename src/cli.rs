@@ -74,6 +74,8 @@ enum Command {
         #[arg(long)]
         no_ingest: bool,
     },
+    /// Measure ingest and every SLA row through HTTP MCP on generated corpora (not a test).
+    Bench(crate::bench::BenchArgs),
     /// Exit 0 when the server's /healthz answers 200 (for container health checks).
     Healthcheck {
         /// The health URL (default: /healthz on the listen address, via loopback).
@@ -193,6 +195,7 @@ async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
         }
         Command::Up { no_ingest, .. } => up(config, no_ingest).await,
         Command::Healthcheck { url } => healthcheck(&config, url).await,
+        Command::Bench(args) => crate::bench::run(args, config).await,
         Command::Ingest {
             paths,
             harness,
@@ -358,6 +361,8 @@ async fn up(mut config: Config, no_ingest: bool) -> anyhow::Result<ExitCode> {
         data_dir.display()
     );
     config.clickhouse.url = engine.url();
+    // Loopback: compressing costs more CPU than it saves.
+    config.clickhouse.compression = "none".into();
     let config = Arc::new(config);
     let result = async {
         let db = connected(&config).await?;

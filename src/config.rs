@@ -127,6 +127,7 @@ pub struct ClickHouseConfig {
     pub query_timeout_ms: u64,
     pub max_concurrent_queries: usize,
     pub queue_timeout_ms: u64,
+    pub compression: String,
     pub startup_wait_secs: u64,
     pub health_timeout_ms: u64,
 }
@@ -142,6 +143,7 @@ impl Default for ClickHouseConfig {
             query_timeout_ms: 30_000,
             max_concurrent_queries: 8,
             queue_timeout_ms: 1000,
+            compression: "lz4".into(),
             startup_wait_secs: 30,
             health_timeout_ms: 1000,
         }
@@ -493,6 +495,12 @@ impl Config {
             return Err(ConfigError::invalid(
                 "clickhouse.database",
                 "must be a non-empty name of letters, digits and _",
+            ));
+        }
+        if !["lz4", "none"].contains(&ch.compression.as_str()) {
+            return Err(ConfigError::invalid(
+                "clickhouse.compression",
+                "must be \"lz4\" or \"none\"",
             ));
         }
         positive("clickhouse.connect_timeout_ms", ch.connect_timeout_ms)?;

@@ -299,7 +299,12 @@ pub fn base_client(config: &ClickHouseConfig) -> clickhouse::Client {
         .pool_idle_timeout(Duration::from_secs(2))
         .pool_max_idle_per_host(config.max_concurrent_queries.max(4))
         .build(connector);
+    let compression = match config.compression.as_str() {
+        "none" => clickhouse::Compression::None,
+        _ => clickhouse::Compression::Lz4,
+    };
     clickhouse::Client::with_http_client(http)
+        .with_compression(compression)
         .with_url(&config.url)
         .with_user(&config.user)
         .with_password(&config.password)

@@ -2,7 +2,8 @@
 //!
 //! An ID is `<kind>:<prefix>_<token>`, the token being Crockford base32 of the internal keys:
 //! `session:ses_` + 13 characters for the session key, `turn:turn_` / `event:evt_` + 26 characters
-//! for (session key, turn or event key). Base32 in this alphabet sorts like the numbers it
+//! for (session key, turn ordinal) and (session key, event key). Turn ordinals never change once
+//! assigned (logs only grow), so a turn ID can name its turn by position. Base32 in this alphabet sorts like the numbers it
 //! encodes, so ordering by ID equals ordering by (session key, key) — the spec's final tie-break
 //! is done on integers in SQL. Keys are derived from the source data at ingest, so IDs are stable.
 

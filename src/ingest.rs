@@ -110,7 +110,15 @@ pub async fn run(
     let writer_db = db.clone();
     let writer = tokio::spawn(async move {
         let mut version = 0;
-        while let Some(batch) = rx.recv().await {
+        loop {
+            let waiting = Instant::now();
+            let Some(batch) = rx.recv().await else {
+                break;
+            };
+            tracing::debug!(
+                waited_ms = waiting.elapsed().as_millis() as u64,
+                "writer received a batch"
+            );
             version = writer::next_version(version);
             writer::write_batch(&writer_db, batch, version).await?;
         }

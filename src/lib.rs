@@ -1,7 +1,8 @@
 //! moraine-mcp: session search for AI coding agents, served as a remote MCP server over ClickHouse.
 //!
 //! Layout:
-//! - [`cli`]: the `moraine-mcp` commands (serve, migrate, up, ingest).
+//! - [`cli`]: the `moraine-mcp` commands (serve, migrate, up, ingest, bench, healthcheck).
+//! - [`bench`]: the benchmark harness (generated corpora, HTTP load, the seed-design baseline).
 //! - [`config`]: the TOML configuration, environment overrides and validation.
 //! - [`server`]: the HTTP surface (MCP endpoint, auth, Host/Origin checks, /healthz, /metrics);
 //!   [`mcp`] is the rmcp handler behind it.
@@ -11,6 +12,7 @@
 //! - [`tokenize`] (shared by indexing and queries), [`ids`], [`vocab`], [`metrics`],
 //!   [`telemetry`], [`demo`].
 
+pub mod bench;
 pub mod cli;
 pub mod config;
 pub mod db;

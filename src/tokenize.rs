@@ -4,18 +4,21 @@
 //! lower case with diacritics removed (`Überprüfung` → `uberprufung`, so `cafe` finds `café`),
 //! and kept when it is 2–64 characters long. Identifiers also yield their parts
 //! (`run_migration` → `run_migration`, `run`, `migration`; `parseHttpBody` → `parsehttpbody`,
-//! `parse`, `http`, `body`), so a search for a word finds it inside code. Han and kana have no
+//! `parse`, `http`, `body`), so a search for a word finds it inside code; tokens of more than
+//! eight parts (hex digests and the like) are kept whole only. Han and kana have no
 //! spaces between words, so their runs become overlapping character bigrams (`数据库` → `数据`,
 //! `据库`), the scheme CJK search engines use; a lone character stays a unigram.
 //!
 //! Terms are stored as 64-bit XXH3 hashes (ClickHouse's `xxh3(term)` gives the same value).
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::ops::Range;
 
 use unicode_normalization::UnicodeNormalization;
 use unicode_normalization::char::is_combining_mark;
+
+/// Identifiers of more parts than this are opaque tokens (hex digests, encoded data): they are
+/// indexed whole, without their fragments.
+const MAX_PARTS: usize = 8;
 
 /// Shortest and longest kept term, in characters.
 const MIN_TERM_CHARS: usize = 2;
@@ -46,59 +49,83 @@ pub fn term_hash(term: &str) -> u64 {
 
 /// Calls `emit(term, span)` for every token of `text`, in order.
 pub fn for_each_token(text: &str, mut emit: impl FnMut(&str, Range<usize>)) {
+    let bytes = text.as_bytes();
+    let char_at = |at: usize| text[at..].chars().next().expect("at a char boundary");
     let mut scratch = String::new();
-    // The current run of word characters: where it starts and whether it is CJK.
-    let mut run: Option<(usize, bool)> = None;
-    let mut previous_cjk: Option<(usize, char)> = None;
-    for (at, c) in text.char_indices() {
-        let cjk = is_cjk(c);
-        let word = cjk || c.is_alphanumeric() || c == '_';
-        if let Some((start, run_is_cjk)) = run {
-            if word && cjk == run_is_cjk {
-                if let (true, Some((prev_at, prev))) = (cjk, previous_cjk) {
-                    let mut bigram = String::with_capacity(8);
-                    bigram.push(prev);
-                    bigram.push(c);
-                    emit(&bigram, prev_at..at + c.len_utf8());
-                    previous_cjk = Some((at, c));
+    let mut at = 0;
+    while at < bytes.len() {
+        let first = bytes[at];
+        if first < 0x80 && !is_word_byte(first) {
+            at += 1;
+            continue;
+        }
+        let c = if first < 0x80 {
+            first as char
+        } else {
+            char_at(at)
+        };
+        if is_cjk(c) {
+            // Overlapping bigrams as the run goes; a lone character is a unigram.
+            let start = at;
+            let mut previous: Option<(usize, char)> = None;
+            while at < bytes.len() && bytes[at] >= 0x80 {
+                let c = char_at(at);
+                if !is_cjk(c) {
+                    break;
                 }
+                if let Some((previous_at, previous_char)) = previous {
+                    let mut bigram = String::with_capacity(8);
+                    bigram.push(previous_char);
+                    bigram.push(c);
+                    emit(&bigram, previous_at..at + c.len_utf8());
+                }
+                previous = Some((at, c));
+                at += c.len_utf8();
+            }
+            if text[start..at].chars().nth(1).is_none() {
+                emit(&text[start..at], start..at);
+            }
+            continue;
+        }
+        if !c.is_alphanumeric() {
+            at += c.len_utf8();
+            continue;
+        }
+        // A word: letters, digits and `_` of any script but CJK.
+        let start = at;
+        let mut ascii = true;
+        while at < bytes.len() {
+            let b = bytes[at];
+            if b < 0x80 {
+                if !is_word_byte(b) {
+                    break;
+                }
+                at += 1;
                 continue;
             }
-            end_run(text, start..at, run_is_cjk, &mut scratch, &mut emit);
-            run = None;
+            let c = char_at(at);
+            if is_cjk(c) || !c.is_alphanumeric() {
+                break;
+            }
+            ascii = false;
+            at += c.len_utf8();
         }
-        if word {
-            run = Some((at, cjk));
-            previous_cjk = cjk.then_some((at, c));
+        let word = &text[start..at];
+        if ascii {
+            emit_ascii_word(word, start, &mut scratch, &mut emit);
+        } else {
+            emit_general_word(word, start, &mut scratch, &mut emit);
         }
-    }
-    if let Some((start, run_is_cjk)) = run {
-        end_run(text, start..text.len(), run_is_cjk, &mut scratch, &mut emit);
     }
 }
 
-/// Emits what a finished run still owes: a word and its parts, or a lone CJK character (longer
-/// CJK runs emitted their bigrams as they went).
-fn end_run(
-    text: &str,
-    span: Range<usize>,
-    cjk: bool,
-    scratch: &mut String,
-    emit: &mut impl FnMut(&str, Range<usize>),
-) {
-    let run = &text[span.clone()];
-    if !cjk {
-        emit_word(run, span.start, scratch, emit);
-        return;
-    }
-    let mut chars = run.chars();
-    if let (Some(_), None) = (chars.next(), chars.next()) {
-        emit(run, span);
-    }
+/// ASCII letters, digits and `_`.
+fn is_word_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
 }
 
-/// Emits a word run (folded) and, for identifiers, its parts.
-fn emit_word(
+/// Emits a word (folded) and, for identifiers, its parts.
+fn emit_general_word(
     word: &str,
     offset: usize,
     scratch: &mut String,
@@ -114,7 +141,7 @@ fn emit_word(
         return;
     }
     let parts = identifier_parts(word);
-    if parts.len() < 2 {
+    if !(2..=MAX_PARTS).contains(&parts.len()) {
         return;
     }
     let mut part_scratch = String::new();
@@ -125,6 +152,101 @@ fn emit_word(
         if (MIN_TERM_CHARS..=MAX_TERM_CHARS).contains(&len) {
             emit(&part_scratch, offset + part.start..offset + part.end);
         }
+    }
+}
+
+/// [`emit_general_word`] for ASCII words, without allocating: most text is ASCII, and this is the
+/// hottest loop of ingest. A test checks it against the general path.
+fn emit_ascii_word(
+    word: &str,
+    offset: usize,
+    scratch: &mut String,
+    emit: &mut impl FnMut(&str, Range<usize>),
+) {
+    scratch.clear();
+    scratch.push_str(word);
+    scratch.make_ascii_lowercase();
+    let len = word.len();
+    if (MIN_TERM_CHARS..=MAX_TERM_CHARS).contains(&len) {
+        emit(scratch, offset..offset + len);
+    }
+    let bytes = word.as_bytes();
+    if len > MAX_TERM_CHARS * 4 || bytes.iter().all(u8::is_ascii_lowercase) {
+        return;
+    }
+    let mut parts: [Range<usize>; MAX_PARTS] = std::array::from_fn(|_| 0..0);
+    let mut count = 0;
+    split_ascii(bytes, &mut |part| {
+        if count < MAX_PARTS {
+            parts[count] = part;
+        }
+        count += 1;
+    });
+    if !(2..=MAX_PARTS).contains(&count) {
+        return;
+    }
+    for part in &parts[..count] {
+        if (MIN_TERM_CHARS..=MAX_TERM_CHARS).contains(&part.len()) {
+            emit(
+                &scratch[part.clone()],
+                offset + part.start..offset + part.end,
+            );
+        }
+    }
+}
+
+#[derive(PartialEq, Clone, Copy)]
+enum AsciiClass {
+    Lower,
+    Upper,
+    Digit,
+    Other,
+}
+
+fn ascii_class(c: u8) -> AsciiClass {
+    if c.is_ascii_digit() {
+        AsciiClass::Digit
+    } else if c.is_ascii_uppercase() {
+        AsciiClass::Upper
+    } else if c.is_ascii_lowercase() {
+        AsciiClass::Lower
+    } else {
+        AsciiClass::Other
+    }
+}
+
+/// Calls `visit` with the byte range of every part of an ASCII identifier (see
+/// [`identifier_parts`] for the rules).
+fn split_ascii(bytes: &[u8], visit: &mut dyn FnMut(Range<usize>)) {
+    let mut start: Option<usize> = None;
+    for i in 0..bytes.len() {
+        let c = bytes[i];
+        if c == b'_' {
+            if let Some(s) = start.take() {
+                visit(s..i);
+            }
+            continue;
+        }
+        let Some(s) = start else {
+            start = Some(i);
+            continue;
+        };
+        let boundary = match (ascii_class(bytes[i - 1]), ascii_class(c)) {
+            (AsciiClass::Lower, AsciiClass::Upper) => true,
+            (AsciiClass::Upper, AsciiClass::Upper) => bytes
+                .get(i + 1)
+                .is_some_and(|&n| ascii_class(n) == AsciiClass::Lower),
+            (AsciiClass::Digit, AsciiClass::Digit) => false,
+            (AsciiClass::Digit, _) | (_, AsciiClass::Digit) => true,
+            _ => false,
+        };
+        if boundary {
+            visit(s..i);
+            start = Some(i);
+        }
+    }
+    if let Some(s) = start {
+        visit(s..bytes.len());
     }
 }
 
@@ -238,48 +360,35 @@ pub fn query_terms(query: &str) -> Vec<String> {
     out
 }
 
-/// A hasher for keys that are already hashes.
-#[derive(Default)]
-struct PassThrough(u64);
-
-impl Hasher for PassThrough {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = self.0.rotate_left(8) ^ b as u64;
-        }
-    }
-    fn write_u64(&mut self, value: u64) {
-        self.0 = value;
-    }
-}
-
-/// Builds [`DocTerms`], reusing its table between documents.
+/// Builds [`DocTerms`], reusing its buffer between documents.
 #[derive(Default)]
 pub struct Indexer {
-    counts: HashMap<u64, u32, BuildHasherDefault<PassThrough>>,
+    hashes: Vec<u64>,
 }
 
 impl Indexer {
-    /// The index terms of `text`.
+    /// The index terms of `text`: every token hashed, then sorted and counted (cheaper than a
+    /// hash map for the few hundred tokens of a typical document).
     pub fn index(&mut self, text: &str) -> DocTerms {
-        self.counts.clear();
-        let mut len: u32 = 0;
-        for_each_token(text, |term, _| {
-            len += 1;
-            *self.counts.entry(term_hash(term)).or_insert(0) += 1;
-        });
-        let mut pairs: Vec<(u64, u32)> = self.counts.iter().map(|(&t, &c)| (t, c)).collect();
-        pairs.sort_unstable_by_key(|&(t, _)| t);
+        self.hashes.clear();
+        for_each_token(text, |term, _| self.hashes.push(term_hash(term)));
+        let doc_len = self.hashes.len().min(u16::MAX as usize) as u16;
+        self.hashes.sort_unstable();
+        let mut terms = Vec::with_capacity(self.hashes.len() / 2 + 1);
+        let mut tfs: Vec<u16> = Vec::with_capacity(terms.capacity());
+        for &hash in &self.hashes {
+            if terms.last() == Some(&hash) {
+                let tf = tfs.last_mut().expect("parallel to terms");
+                *tf = tf.saturating_add(1);
+            } else {
+                terms.push(hash);
+                tfs.push(1);
+            }
+        }
         DocTerms {
-            terms: pairs.iter().map(|&(t, _)| t).collect(),
-            tfs: pairs
-                .iter()
-                .map(|&(_, c)| c.min(u16::MAX as u32) as u16)
-                .collect(),
-            doc_len: len.min(u16::MAX as u32) as u16,
+            terms,
+            tfs,
+            doc_len,
         }
     }
 }
@@ -372,6 +481,30 @@ mod tests {
             .unwrap();
         assert_eq!(doc.tfs[cargo], 3);
         assert_eq!(doc.terms.len(), 3);
+    }
+
+    #[test]
+    fn test_ascii_fast_path_equals_the_general_path() {
+        let alphabet = b"abcXYZ019_";
+        let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+        for _ in 0..20_000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let len = 1 + (state % 12) as usize;
+            let word: String = (0..len)
+                .map(|i| alphabet[((state >> (i * 5)) % alphabet.len() as u64) as usize] as char)
+                .collect();
+            let (mut fast, mut general) = (Vec::new(), Vec::new());
+            let mut scratch = String::new();
+            emit_ascii_word(&word, 3, &mut scratch, &mut |t: &str, r: Range<usize>| {
+                fast.push((t.to_owned(), r))
+            });
+            emit_general_word(&word, 3, &mut scratch, &mut |t: &str, r: Range<usize>| {
+                general.push((t.to_owned(), r))
+            });
+            assert_eq!(fast, general, "{word}");
+        }
     }
 
     #[test]

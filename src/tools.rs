@@ -9,9 +9,9 @@ pub mod render;
 pub mod schema;
 pub mod search;
 pub mod snippet;
+pub mod stats;
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
 
 use rmcp::model::{CallToolResult, ContentBlock, Tool, ToolAnnotations};
@@ -27,8 +27,8 @@ use schema::InputValidator;
 pub struct Context {
     pub db: Db,
     pub config: Arc<Config>,
-    /// Searchable documents, as of the last search: picks the spec's SLA row for global search.
-    pub corpus_docs: AtomicU64,
+    /// BM25 statistics, cached briefly; also the corpus size that picks the global-search SLA row.
+    pub stats: stats::Statistics,
     cursor_key: tokio::sync::OnceCell<Vec<u8>>,
 }
 
@@ -37,7 +37,7 @@ impl Context {
         Self {
             db,
             config,
-            corpus_docs: AtomicU64::new(0),
+            stats: stats::Statistics::default(),
             cursor_key: tokio::sync::OnceCell::new(),
         }
     }
@@ -285,10 +285,7 @@ impl Tools {
                 truncated: success.data["truncated"].as_bool().unwrap_or(false),
                 terms: crate::tokenize::query_terms(request["query"].as_str().unwrap_or("")).len()
                     as u16,
-                corpus_docs: self
-                    .ctx
-                    .corpus_docs
-                    .load(std::sync::atomic::Ordering::Relaxed),
+                corpus_docs: self.ctx.stats.documents(),
                 elapsed_ms: performance.elapsed_ms as u32,
                 met_sla: performance.met_sla,
                 client: client.to_owned(),

@@ -355,7 +355,6 @@ fn secrets_are_redacted_from_text_and_payloads() {
 struct TurnFacts {
     session_key: u64,
     ordinal: u32,
-    turn_key: u64,
     completed: bool,
     terminal_event_key: u64,
     event_count: u32,
@@ -389,7 +388,7 @@ async fn snapshot(db: &Db) -> Snapshot {
             .await
             .unwrap(),
         turns: db
-            .read("t", "SELECT session_key, ordinal, turn_key, completed, terminal_event_key, event_count, user_event_key, final_event_key, tools_called FROM turns FINAL ORDER BY session_key, ordinal")
+            .read("t", "SELECT session_key, ordinal, completed, terminal_event_key, event_count, user_event_key, final_event_key, tools_called FROM turns FINAL ORDER BY session_key, ordinal")
             .fetch_all(db, d())
             .await
             .unwrap(),

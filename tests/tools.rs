@@ -275,6 +275,18 @@ async fn search_unknown_within_id_is_not_found() {
             .await;
         assert_eq!(code, "not_found", "{within}");
     }
+    // A real session's turn past its last ordinal, and a session that was never ingested,
+    // searched with terms the corpus does contain.
+    let session = session_key(Harness::ClaudeCode, "3bb35e09-7345-45db-b8a5-b0bec6d352d2");
+    for within in [ids::turn_id(session, 999), ids::session_id(session ^ 1)] {
+        let (code, _) = c
+            .err(
+                "search_sessions",
+                json!({"query": "cargo test", "within_id": within}),
+            )
+            .await;
+        assert_eq!(code, "not_found", "{within}");
+    }
 }
 
 #[tokio::test]

@@ -183,7 +183,11 @@ impl<'a> Reader<'a> {
                 break;
             }
             let complete = line.last() == Some(&b'\n');
-            let text = String::from_utf8_lossy(&line);
+            // Validating is much faster than the lossy scan; invalid bytes are rare.
+            let text = match std::str::from_utf8(&line) {
+                Ok(text) => std::borrow::Cow::Borrowed(text),
+                Err(_) => String::from_utf8_lossy(&line),
+            };
             let trimmed = text.trim();
             let parsed = serde_json::from_str::<Value>(trimmed);
             if !complete && parsed.is_err() {

@@ -3,7 +3,7 @@
 //!
 //! Patterns never match `"` or `\`, so a replacement cannot break the JSON string it sits in.
 
-use regex::{Regex, RegexSet};
+use regex::Regex;
 
 use crate::config::RedactionConfig;
 
@@ -16,74 +16,129 @@ struct Rule {
 }
 
 /// Built-in rules: widely used key formats with distinctive shapes, plus bearer headers,
-/// private-key blocks, URL passwords and `password=`-style assignments.
-const BUILTIN: &[(&str, &str, usize)] = &[
+/// private-key blocks, URL passwords and `password=`-style assignments. Each lists literals
+/// (matched case-insensitively) of which every match contains one: a rule only runs on lines
+/// holding one of its literals, and most lines hold none.
+const BUILTIN: &[(&str, &str, usize, &[&str])] = &[
     (
         "private_key",
         r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?:\\[nr]|[^\x22\\])*?-----END [A-Z0-9 ]*PRIVATE KEY-----",
         0,
+        &["private key-----"],
     ),
-    ("aws_access_key", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", 0),
+    (
+        "aws_access_key",
+        r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
+        0,
+        &["akia", "asia"],
+    ),
     (
         "github_token",
         r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})\b",
         0,
+        &["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"],
     ),
-    ("api_key", r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_\-]{20,}", 0),
-    ("slack_token", r"\bxox[abposr]-[A-Za-z0-9\-]{10,}", 0),
-    ("google_api_key", r"\bAIza[0-9A-Za-z_\-]{35}\b", 0),
+    (
+        "api_key",
+        r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_\-]{20,}",
+        0,
+        &["sk-"],
+    ),
+    (
+        "slack_token",
+        r"\bxox[abposr]-[A-Za-z0-9\-]{10,}",
+        0,
+        &["xox"],
+    ),
+    (
+        "google_api_key",
+        r"\bAIza[0-9A-Za-z_\-]{35}\b",
+        0,
+        &["aiza"],
+    ),
     (
         "jwt",
         r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
         0,
+        &["eyj"],
     ),
     (
         "bearer_token",
         r"(?i)\bbearer\s+([A-Za-z0-9\-._~+/]{16,}=*)",
         1,
+        &["bearer"],
     ),
     (
         "url_password",
         r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@\x22\\]+:([^\s@/\x22\\]{3,})@",
         1,
+        &["://"],
     ),
     (
         "password",
         r"(?i)\b(?:password|passwd|pwd|secret|api_key|apikey|access_token|auth_token)\b\s*[=:]\s*([^\s\x22\\',;]{8,})",
         1,
+        &[
+            "password",
+            "passwd",
+            "pwd",
+            "secret",
+            "api_key",
+            "apikey",
+            "access_token",
+            "auth_token",
+        ],
     ),
 ];
 
 /// Replaces credentials in text and counts what it replaced.
 pub struct Redactor {
     enabled: bool,
-    prefilter: RegexSet,
     rules: Vec<Rule>,
+    /// Every rule's literals; pattern `i` belongs to rule `literal_rule[i]`.
+    literals: aho_corasick::AhoCorasick,
+    literal_rule: Vec<usize>,
+    /// Rules without literals (configured extra patterns) run on every line.
+    always: Vec<usize>,
 }
 
 impl Redactor {
     /// Compiles the built-in rules plus `config.extra_patterns` (already validated).
     pub fn new(config: &RedactionConfig) -> Result<Self, regex::Error> {
         let mut rules = Vec::new();
-        for &(kind, pattern, secret) in BUILTIN {
+        let mut patterns = Vec::new();
+        let mut literal_rule = Vec::new();
+        for &(kind, pattern, secret, literals) in BUILTIN {
+            for literal in literals {
+                patterns.push(*literal);
+                literal_rule.push(rules.len());
+            }
             rules.push(Rule {
                 kind,
                 regex: Regex::new(pattern)?,
                 secret,
             });
         }
+        let mut always = Vec::new();
         for pattern in &config.extra_patterns {
+            always.push(rules.len());
             rules.push(Rule {
                 kind: "custom",
                 regex: Regex::new(pattern)?,
                 secret: 0,
             });
         }
-        let prefilter = RegexSet::new(rules.iter().map(|r| r.regex.as_str()))?;
+        let literals = aho_corasick::AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .kind(Some(aho_corasick::AhoCorasickKind::DFA))
+            .build(&patterns)
+            .expect("valid literals");
         Ok(Self {
             enabled: config.enabled,
-            prefilter,
             rules,
+            literals,
+            literal_rule,
+            always,
         })
     }
 
@@ -92,14 +147,25 @@ impl Redactor {
         if !self.enabled {
             return (line.into(), 0);
         }
-        let matched = self.prefilter.matches(line);
-        if !matched.matched_any() {
+        let mut triggered: Vec<usize> = self.always.clone();
+        // Literals of different rules never overlap, so non-overlapping matches find every rule.
+        for found in self.literals.find_iter(line) {
+            let rule = self.literal_rule[found.pattern().as_usize()];
+            if !triggered.contains(&rule) {
+                triggered.push(rule);
+            }
+        }
+        if triggered.is_empty() {
             return (line.into(), 0);
         }
-        let mut text = line.to_owned();
+        triggered.sort_unstable();
+        let mut text = std::borrow::Cow::Borrowed(line);
         let mut count = 0;
-        for index in matched.iter() {
+        for index in triggered {
             let rule = &self.rules[index];
+            if !rule.regex.is_match(&text) {
+                continue;
+            }
             let mut out = String::with_capacity(text.len());
             let mut last = 0;
             for caps in rule.regex.captures_iter(&text) {
@@ -115,10 +181,10 @@ impl Redactor {
             }
             if last > 0 {
                 out.push_str(&text[last..]);
-                text = out;
+                text = std::borrow::Cow::Owned(out);
             }
         }
-        (text.into(), count)
+        (text, count)
     }
 }
 
@@ -177,6 +243,24 @@ mod tests {
         assert_eq!(count, 1);
         let value: serde_json::Value = serde_json::from_str(&out).unwrap();
         assert_eq!(value["text"], "key:\n[REDACTED:private_key]\ndone");
+    }
+
+    #[test]
+    fn test_each_kind_passes_the_prefilter() {
+        let r = Redactor::new(&RedactionConfig::default()).unwrap();
+        let samples = [
+            "-----BEGIN OPENSSH PRIVATE KEY-----\\nabc\\n-----END OPENSSH PRIVATE KEY-----",
+            "ASIAFAKEFAKEFAKE1234",
+            "github_pat_11AAAAAAA0abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJ",
+            "xoxb-1234567890-abcdef",
+            "AIzaBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB",
+            "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.c2lnbmF0dXJlZmFrZQ",
+            "APIKEY=abcdefgh12345678",
+            "Access_Token: abcdefgh12345678",
+        ];
+        for sample in samples {
+            assert!(r.redact(sample).1 > 0, "{sample} was not redacted");
+        }
     }
 
     #[test]

@@ -37,7 +37,6 @@ pub struct EventRow {
 pub struct TurnRow {
     pub session_key: u64,
     pub ordinal: u32,
-    pub turn_key: u64,
     pub completed: bool,
     pub terminal_event_key: u64,
     pub event_count: u32,
@@ -89,4 +88,68 @@ pub struct CheckpointRow {
     pub tail_hash: u64,
     pub state: String,
     pub version: u64,
+}
+
+/// Stands for the event's text inside its stored source record. The text is stored once, in
+/// `text`; records mostly repeat it verbatim, and storing it twice doubled what ingest writes.
+const TEXT_MARKER: &str = "\"\\u0000moraine:text\\u0000\"";
+
+/// Texts shorter than this are left in the record (too small to matter).
+const STRIP_MIN_BYTES: usize = 128;
+
+/// The source record with the (JSON-encoded) event text replaced by a marker, when it contains it.
+pub fn strip_text(raw: String, text: &str) -> String {
+    if text.len() < STRIP_MIN_BYTES || raw.contains(TEXT_MARKER) {
+        return raw;
+    }
+    let encoded = serde_json::to_string(text).expect("strings serialise");
+    // Look for a short prefix, then compare the rest in place: far cheaper than searching for
+    // a needle kilobytes long.
+    let probe = &encoded.as_bytes()[..encoded.len().min(64)];
+    let found = memchr::memmem::find_iter(raw.as_bytes(), probe)
+        .find(|&at| raw.as_bytes()[at..].starts_with(encoded.as_bytes()));
+    match found {
+        Some(at) => {
+            let mut stripped = String::with_capacity(raw.len() - encoded.len() + TEXT_MARKER.len());
+            stripped.push_str(&raw[..at]);
+            stripped.push_str(TEXT_MARKER);
+            stripped.push_str(&raw[at + encoded.len()..]);
+            stripped
+        }
+        None => raw,
+    }
+}
+
+/// The source record as it was read, from the stored record and the event's text.
+pub fn restore_text(stored: &str, text: &str) -> String {
+    match stored.find(TEXT_MARKER) {
+        Some(at) => {
+            let encoded = serde_json::to_string(text).expect("strings serialise");
+            format!(
+                "{}{encoded}{}",
+                &stored[..at],
+                &stored[at + TEXT_MARKER.len()..]
+            )
+        }
+        None => stored.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_text_round_trips_through_the_stored_record() {
+        let text = "line one\nwith \"quotes\" and \\backslashes\\ and é 数据 ".repeat(10);
+        let record =
+            serde_json::json!({"type": "x", "payload": {"output": text, "n": 1}}).to_string();
+        let stored = strip_text(record.clone(), &text);
+        assert!(stored.len() < record.len() / 2);
+        assert_eq!(restore_text(&stored, &text), record);
+        // Short texts, and records without the text, are kept as they are.
+        assert_eq!(strip_text(record.clone(), "short"), record);
+        assert_eq!(strip_text(record.clone(), &"absent ".repeat(40)), record);
+        assert_eq!(restore_text(&record, &text), record);
+    }
 }

@@ -50,7 +50,6 @@ pub struct SessionState {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TurnState {
     pub ordinal: u32,
-    pub key: u64,
     pub event_count: u32,
     pub started_at: i64,
     pub updated_at: i64,
@@ -115,7 +114,6 @@ impl SessionBuilder {
             let ordinal = state.turn.ordinal + 1;
             state.turn = TurnState {
                 ordinal,
-                key,
                 started_at: ts,
                 ..TurnState::default()
             };
@@ -197,6 +195,7 @@ impl SessionBuilder {
         } else {
             Default::default()
         };
+        let raw = super::rows::strip_text(draft.raw, &draft.text);
         events.push(EventRow {
             session_key: self.session_key,
             turn_ordinal: state.turn.ordinal,
@@ -223,7 +222,7 @@ impl SessionBuilder {
             arguments: draft.arguments,
             summary,
             summary_truncated,
-            raw: draft.raw,
+            raw,
             searchable: searchable && !doc.terms.is_empty(),
             self_tool: draft.self_tool,
             doc_len: doc.doc_len,
@@ -262,7 +261,6 @@ impl SessionBuilder {
         TurnRow {
             session_key: self.session_key,
             ordinal: turn.ordinal,
-            turn_key: turn.key,
             completed: turn.completed,
             terminal_event_key: turn.terminal,
             event_count: turn.event_count,
@@ -473,7 +471,7 @@ mod tests {
         );
         let open = b.open_turn_row(1).unwrap();
         assert!(!open.completed);
-        assert_eq!(open.turn_key, ev[3].event_key);
+        assert_eq!(open.ordinal, 2);
     }
 
     #[test]
@@ -493,7 +491,7 @@ mod tests {
         assert_eq!(turns, [(1, 1), (1, 2), (2, 1), (2, 2), (2, 3)]);
         let open = b.open_turn_row(1).unwrap();
         assert_eq!(open.user_event_key, ev[4].event_key);
-        assert_eq!(open.turn_key, ev[2].event_key);
+        assert_eq!(open.ordinal, 2);
     }
 
     #[test]

@@ -49,6 +49,7 @@ pub async fn write_batch(db: &Db, mut batch: Batch, version: u64) -> Result<(), 
     for retraction in &batch.retractions {
         retract(db, retraction).await?;
     }
+    let started = std::time::Instant::now();
     db.insert(
         "ingest_events",
         "event_ingest",
@@ -56,6 +57,11 @@ pub async fn write_batch(db: &Db, mut batch: Batch, version: u64) -> Result<(), 
         EVENT_INSERT_SETTINGS,
     )
     .await?;
+    tracing::debug!(
+        events = batch.events.len(),
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "inserted events"
+    );
     for row in &mut batch.turns {
         row.version = version;
     }

@@ -257,7 +257,6 @@ struct SessionRow {
 #[derive(Debug, clickhouse::Row, Deserialize)]
 struct TurnRow {
     ordinal: u32,
-    turn_key: u64,
     completed: bool,
     terminal_event_key: u64,
     event_count: u32,
@@ -305,7 +304,7 @@ struct FullEventRow {
 const SESSION_SQL: &str = "SELECT session_key, title, harness, source, started_at, updated_at, completed, turn_count, \
     event_count, mode FROM sessions FINAL WHERE session_key = {s:UInt64}";
 
-const TURN_COLUMNS: &str = "ordinal, turn_key, completed, terminal_event_key, event_count, started_at, updated_at, \
+const TURN_COLUMNS: &str = "ordinal, completed, terminal_event_key, event_count, started_at, updated_at, \
     user_event_key, user_preview, user_truncated, final_event_key, final_preview, final_truncated, tools_called, event_types";
 
 const NEIGHBOUR_SESSIONS_SQL: &str = "
@@ -318,7 +317,7 @@ const TURN_EVENTS_SQL: &str = "
 SELECT event_key, ordinal, toUInt8(event_type) AS event_type, ts, tool_name, model, summary, summary_truncated
 FROM events
 WHERE session_key = {s:UInt64}
-  AND turn_ordinal = (SELECT ordinal FROM turns FINAL WHERE session_key = {s:UInt64} AND turn_key = {t:UInt64} LIMIT 1)
+  AND turn_ordinal = {t:UInt32}
 ORDER BY ordinal";
 
 /// The event, and its neighbours' keys (their text is left out).
@@ -462,10 +461,13 @@ async fn open_turn(
     deadline: Instant,
 ) -> Result<Option<TurnView>, crate::db::DbError> {
     let db = &ctx.db;
-    // The turn and its neighbours by ordinal, found from the turn key in the same statement.
+    // Turn IDs carry the ordinal, so the turn and both neighbours come from one range read.
+    let Ok(turn) = u32::try_from(turn) else {
+        return Ok(None);
+    };
     let turns_sql = format!(
-        "WITH (SELECT ordinal FROM turns FINAL WHERE session_key = {{s:UInt64}} AND turn_key = {{t:UInt64}} LIMIT 1) AS o \
-         SELECT {TURN_COLUMNS} FROM turns FINAL WHERE session_key = {{s:UInt64}} AND ordinal BETWEEN o - 1 AND o + 1 ORDER BY ordinal"
+        "SELECT {TURN_COLUMNS} FROM turns FINAL WHERE session_key = {{s:UInt64}} \
+         AND ordinal BETWEEN {{lo:UInt32}} AND {{hi:UInt32}} ORDER BY ordinal"
     );
     let (info, turns, events) = tokio::try_join!(
         db.read("open_turn_session", SESSION_SQL)
@@ -473,14 +475,15 @@ async fn open_turn(
             .fetch_optional::<SessionRow>(db, deadline),
         db.read("open_turn", &turns_sql)
             .param("s", session)
-            .param("t", turn)
+            .param("lo", turn.saturating_sub(1))
+            .param("hi", turn.saturating_add(1))
             .fetch_all::<TurnRow>(db, deadline),
         db.read("open_turn_events", TURN_EVENTS_SQL)
             .param("s", session)
             .param("t", turn)
             .fetch_all::<EventRow>(db, deadline),
     )?;
-    let (Some(info), Some(position)) = (info, turns.iter().position(|t| t.turn_key == turn)) else {
+    let (Some(info), Some(position)) = (info, turns.iter().position(|t| t.ordinal == turn)) else {
         return Ok(None);
     };
     let this = &turns[position];
@@ -488,12 +491,12 @@ async fn open_turn(
         turns
             .iter()
             .find(|t| t.ordinal == ordinal)
-            .map(|t| ids::turn_id(session, t.turn_key))
+            .map(|t| ids::turn_id(session, t.ordinal.into()))
     };
     let summary = turn_summary(session, this);
     Ok(Some(TurnView {
         turn: TurnInfo {
-            id: ids::turn_id(session, turn),
+            id: ids::turn_id(session, turn.into()),
             session_id: ids::session_id(session),
             ordinal: this.ordinal,
             completed: this.completed,
@@ -561,12 +564,11 @@ async fn open_event(
         return Ok(None);
     };
     let turn = turns.iter().find(|t| t.ordinal == this.turn_ordinal);
-    let turn_key = turn.map_or(0, |t| t.turn_key);
     let turn_neighbour = |ordinal: u32| {
         turns
             .iter()
             .find(|t| t.ordinal == ordinal)
-            .map(|t| ids::turn_id(session, t.turn_key))
+            .map(|t| ids::turn_id(session, t.ordinal.into()))
     };
     let event_neighbour = |ordinal: u32| {
         events
@@ -575,7 +577,8 @@ async fn open_event(
             .map(|e| ids::event_id(session, e.event_key))
     };
     let event_type = EventType::from_code(this.event_type).unwrap_or(EventType::Unknown);
-    let raw: Value = serde_json::from_str(&this.raw).unwrap_or(Value::String(this.raw.clone()));
+    let record = crate::ingest::rows::restore_text(&this.raw, &this.text);
+    let raw: Value = serde_json::from_str(&record).unwrap_or(Value::String(record));
     let tool_name = non_empty(&this.tool_name);
     let content = match event_type {
         EventType::ToolCall => Content {
@@ -617,7 +620,7 @@ async fn open_event(
             raw,
         },
     };
-    let turn_id = ids::turn_id(session, turn_key);
+    let turn_id = ids::turn_id(session, this.turn_ordinal.into());
     Ok(Some(EventView {
         event: EventInfo {
             id: ids::event_id(session, event),
@@ -682,7 +685,7 @@ fn turn_summary(session: u64, row: &TurnRow) -> TurnSummary {
     };
     let terminal = ids::optional_event_id(session, row.terminal_event_key);
     TurnSummary {
-        id: ids::turn_id(session, row.turn_key),
+        id: ids::turn_id(session, row.ordinal.into()),
         ordinal: row.ordinal,
         completed: row.completed,
         terminal_event_id: terminal.clone(),
@@ -694,7 +697,7 @@ fn turn_summary(session: u64, row: &TurnRow) -> TurnSummary {
         tools_called: row.tools_called.clone(),
         event_types: row.event_types.clone(),
         open: TurnRefs {
-            turn_id: ids::turn_id(session, row.turn_key),
+            turn_id: ids::turn_id(session, row.ordinal.into()),
             terminal_event_id: terminal,
         },
     }

@@ -6,7 +6,6 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
-use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use schemars::JsonSchema;
@@ -124,47 +123,36 @@ enum Scope {
 struct Scored {
     sess: u64,
     doc: u64,
-    score: f64,
-    corpus_docs: u64,
-}
-
-#[derive(Debug, clickhouse::Row, Deserialize)]
-struct HitRow {
-    session_key: u64,
-    event_key: u64,
-    event_type: u8,
-    ts: i64,
-    ordinal: u32,
     turn_ordinal: u32,
-    text: String,
-    turn_key: u64,
-    turn_completed: bool,
-    turn_event_count: u32,
-    terminal_event_key: u64,
-    title: String,
-    harness: String,
-    source: String,
-    started_at: i64,
-    updated_at: i64,
-    session_completed: bool,
+    score: f64,
 }
 
-/// Scores documents. The statistics subqueries read a handful of rows from the precomputed
-/// tables; `{scope}` is one of the fixed fragments below.
+/// One row of [`DETAILS_SQL`]: `part` says which table it comes from and what the columns mean.
+#[derive(Debug, clickhouse::Row, Deserialize)]
+struct Detail {
+    part: u8,
+    session_key: u64,
+    key: u64,
+    a: u32,
+    b: u32,
+    c: u32,
+    flag: bool,
+    t1: i64,
+    t2: i64,
+    s1: String,
+    s2: String,
+    s3: String,
+}
+
+/// Scores documents with BM25; the statistics arrive as parameters. `{scope}` is one of the
+/// fixed fragments below. Ties break by event time (the high bits of `doc`), then event ID.
 const SCORE_SQL: &str = "
-WITH
-    (SELECT (sum(docs), sum(total_len)) FROM corpus_stats) AS corpus,
-    greatest(corpus.1, 1) AS n_docs,
-    greatest(corpus.2 / n_docs, 1) AS avgdl,
-    (SELECT (groupArray(term), groupArray(df))
-       FROM (SELECT term, sum(df) AS df FROM term_df WHERE term IN {terms:Array(UInt64)} GROUP BY term HAVING df > 0)) AS dfs,
-    arrayMap(d -> log(1 + (n_docs - d + 0.5) / (d + 0.5)), dfs.2) AS idfs
 SELECT
     sess,
     doc,
-    assumeNotNull(sum(transform(term, dfs.1, idfs, 0.) * tf * ({k1:Float64} + 1)
-        / (tf + {k1:Float64} * (1 - {b:Float64} + {b:Float64} * doc_len / avgdl)))) AS score,
-    toUInt64(assumeNotNull(any(n_docs))) AS corpus_docs
+    any(turn) AS turn_ordinal,
+    sum(transform(term, {terms:Array(UInt64)}, {idfs:Array(Float64)}, 0.) * tf * ({k1:Float64} + 1)
+        / (tf + {k1:Float64} * (1 - {b:Float64} + {b:Float64} * doc_len / {avgdl:Float64}))) AS score
 FROM postings
 WHERE term IN {terms:Array(UInt64)} AND kind IN {kinds:Array(UInt8)} {scope}
 GROUP BY sess, doc
@@ -172,30 +160,39 @@ ORDER BY score DESC, bitShiftRight(doc, 20) DESC, sess ASC, doc ASC
 LIMIT {limit:UInt32}";
 
 const SCOPE_SESSION: &str = "AND sess = {s:UInt64}";
-const SCOPE_TURN: &str = "AND sess = {s:UInt64} AND doc IN (SELECT event_key FROM events WHERE session_key = {s:UInt64} AND turn_ordinal = {t:UInt32})";
+const SCOPE_TURN: &str = "AND sess = {s:UInt64} AND turn = {t:UInt32}";
 const FILTER_HARNESS: &str =
     "AND sess IN (SELECT session_key FROM sessions FINAL WHERE harness = {harness:String})";
 const FILTER_SOURCE: &str =
     "AND sess IN (SELECT session_key FROM sessions FINAL WHERE source = {source:String})";
 
-/// Metadata and text of the hits, their turns and their sessions.
-const HITS_SQL: &str = "
-SELECT
-    e.session_key AS session_key, e.event_key AS event_key, toUInt8(e.event_type) AS event_type, e.ts AS ts,
-    e.ordinal AS ordinal, e.turn_ordinal AS turn_ordinal, e.text AS text,
-    t.turn_key AS turn_key, t.completed AS turn_completed, t.event_count AS turn_event_count,
-    t.terminal_event_key AS terminal_event_key,
-    s.title AS title, s.harness AS harness, s.source AS source, s.started_at AS started_at,
-    s.updated_at AS updated_at, s.completed AS session_completed
-FROM (SELECT session_key, event_key, event_type, ts, ordinal, turn_ordinal, text FROM events
-      WHERE session_key IN {sessions:Array(UInt64)} AND event_key IN {events:Array(UInt64)}) AS e
-LEFT JOIN (SELECT session_key, ordinal, turn_key, completed, event_count, terminal_event_key FROM turns FINAL
-      WHERE session_key IN {sessions:Array(UInt64)}) AS t ON t.session_key = e.session_key AND t.ordinal = e.turn_ordinal
-LEFT JOIN (SELECT session_key, title, harness, source, started_at, updated_at, completed FROM sessions FINAL
-      WHERE session_key IN {sessions:Array(UInt64)}) AS s ON s.session_key = e.session_key";
+/// The hits' events (with text for snippets), their turns and their sessions, in one statement:
+/// part 1 events (key = event, a = ordinal, b = turn ordinal, c = type, t1 = time, s1 = text),
+/// part 2 turns (key = turn, a = ordinal, b = event count, flag = completed, t1 = terminal event),
+/// part 3 sessions (flag = completed, t1/t2 = started/updated, s1..s3 = title, harness, source).
+const DETAILS_SQL: &str = "
+SELECT toUInt8(1) AS part, session_key, event_key AS key, ordinal AS a, turn_ordinal AS b, toUInt32(event_type) AS c,
+       false AS flag, toUnixTimestamp64Milli(ts) AS t1, toInt64(0) AS t2, substring(text, 1, {text_bytes:UInt32}) AS s1,
+       '' AS s2, '' AS s3
+FROM events WHERE session_key IN {sessions:Array(UInt64)} AND event_key IN {events:Array(UInt64)}
+UNION ALL
+SELECT toUInt8(2), session_key, toUInt64(ordinal), ordinal, event_count, toUInt32(0), completed, reinterpretAsInt64(terminal_event_key),
+       toInt64(0), '', '', ''
+FROM turns FINAL
+WHERE session_key IN {sessions:Array(UInt64)} AND (session_key, ordinal) IN {turns:Array(Tuple(UInt64, UInt32))}
+UNION ALL
+SELECT toUInt8(3), session_key, toUInt64(0), toUInt32(0), toUInt32(0), toUInt32(0), completed, toUnixTimestamp64Milli(started_at),
+       toUnixTimestamp64Milli(updated_at), title, toString(harness), toString(source)
+FROM sessions FINAL WHERE session_key IN {sessions:Array(UInt64)}";
 
-const SESSION_EXISTS_SQL: &str = "SELECT count() FROM sessions WHERE session_key = {s:UInt64}";
-const TURN_ORDINAL_SQL: &str = "SELECT ordinal FROM turns FINAL WHERE session_key = {s:UInt64} AND turn_key = {t:UInt64} LIMIT 1";
+/// Snippets look at most this much of an event's text.
+const SNIPPET_TEXT_BYTES: u32 = 256 * 1024;
+
+/// Whether the scope of an empty scoped search exists (`not_found` otherwise); asked only when
+/// nothing matched, so scoped searches that find something take no extra round trip.
+/// (A session exists when its first turn does.)
+const SCOPE_EXISTS_SQL: &str =
+    "SELECT count() FROM turns WHERE session_key = {s:UInt64} AND ordinal = {t:UInt32}";
 
 /// Parses the (already schema-valid) arguments into the canonical request.
 pub fn canonical(args: &Map<String, Value>) -> SearchRequest {
@@ -236,37 +233,16 @@ pub async fn run(
     let scope = match request.within_id.as_deref() {
         None => Scope::All,
         Some(text) => match Id::parse(text) {
-            Ok(Id::Session { session }) => {
-                let exists: Option<u64> = ctx
-                    .db
-                    .read("search_scope_session", SESSION_EXISTS_SQL)
-                    .param("s", session)
-                    .fetch_optional(&ctx.db, deadline)
-                    .await
-                    .map_err(db_error)?;
-                if exists.unwrap_or(0) == 0 {
+            Ok(Id::Session { session }) => Scope::Session { session },
+            Ok(Id::Turn { session, turn }) => match u32::try_from(turn) {
+                Ok(ordinal) => Scope::Turn { session, ordinal },
+                Err(_) => {
                     return Err(ToolError::NotFound {
-                        kind: "session",
+                        kind: "turn",
                         id: text.to_owned(),
                     });
                 }
-                Scope::Session { session }
-            }
-            Ok(Id::Turn { session, turn }) => {
-                let ordinal: Option<u32> = ctx
-                    .db
-                    .read("search_scope_turn", TURN_ORDINAL_SQL)
-                    .param("s", session)
-                    .param("t", turn)
-                    .fetch_optional(&ctx.db, deadline)
-                    .await
-                    .map_err(db_error)?;
-                let ordinal = ordinal.ok_or_else(|| ToolError::NotFound {
-                    kind: "turn",
-                    id: text.to_owned(),
-                })?;
-                Scope::Turn { session, ordinal }
-            }
+            },
             Ok(Id::Event { .. }) | Err(IdError::Unknown(ids::IdKind::Event)) => {
                 return Err(ToolError::invalid(
                     "within_id",
@@ -299,9 +275,10 @@ pub async fn run(
     let sla_target_ms = match scope {
         Scope::Turn { .. } => sla.search_within_turn,
         Scope::Session { .. } => sla.search_within_session,
-        Scope::All => global_target(sla, ctx.corpus_docs.load(Ordering::Relaxed)),
+        Scope::All => global_target(sla, ctx.stats.documents()),
     };
     if terms.is_empty() {
+        scope_exists(ctx, &scope, request.within_id.as_deref(), deadline).await?;
         warnings.push(
             "the query has no searchable terms (words of at least two letters or digits)".into(),
         );
@@ -342,11 +319,18 @@ pub async fn run(
         let _ = write!(scope_sql, " {FILTER_SOURCE}");
     }
     let hashes: Vec<u64> = terms.iter().map(|t| term_hash(t)).collect();
+    let stats = ctx
+        .stats
+        .for_terms(&ctx.db, &hashes, deadline)
+        .await
+        .map_err(db_error)?;
     let sql = SCORE_SQL.replace("{scope}", &scope_sql);
     let scored: Vec<Scored> = ctx
         .db
         .read("search_score", &sql)
         .param("terms", &hashes)
+        .param("idfs", &stats.idfs)
+        .param("avgdl", stats.average_length)
         .param("kinds", &kinds)
         .param("k1", ctx.config.bm25.k1)
         .param("b", ctx.config.bm25.b)
@@ -358,71 +342,93 @@ pub async fn run(
         .fetch_all(&ctx.db, deadline)
         .await
         .map_err(db_error)?;
-    if let Some(first) = scored.first() {
-        ctx.corpus_docs.store(first.corpus_docs, Ordering::Relaxed);
-    }
     let truncated = scored.len() > request.n_hits as usize;
     let scored = &scored[..scored.len().min(request.n_hits as usize)];
     if scored.is_empty() {
+        scope_exists(ctx, &scope, request.within_id.as_deref(), deadline).await?;
         return Ok(success(request, Vec::new(), false, warnings, sla_target_ms));
     }
 
     let sessions: Vec<u64> = unique(scored.iter().map(|s| s.sess));
     let events: Vec<u64> = unique(scored.iter().map(|s| s.doc));
-    let rows: Vec<HitRow> = ctx
+    let mut turns: Vec<(u64, u32)> = scored.iter().map(|s| (s.sess, s.turn_ordinal)).collect();
+    turns.sort_unstable();
+    turns.dedup();
+    let details: Vec<Detail> = ctx
         .db
-        .read("search_hits", HITS_SQL)
+        .read("search_details", DETAILS_SQL)
         .param("sessions", &sessions)
         .param("events", &events)
+        .param("turns", &turns)
+        .param("text_bytes", SNIPPET_TEXT_BYTES)
         .fetch_all(&ctx.db, deadline)
         .await
         .map_err(db_error)?;
-    let by_key: HashMap<(u64, u64), &HitRow> = rows
-        .iter()
-        .map(|r| ((r.session_key, r.event_key), r))
-        .collect();
+    let mut event_rows: HashMap<(u64, u64), &Detail> = HashMap::new();
+    let mut turn_rows: HashMap<(u64, u32), &Detail> = HashMap::new();
+    let mut session_rows: HashMap<u64, &Detail> = HashMap::new();
+    for row in &details {
+        match row.part {
+            1 => {
+                event_rows.insert((row.session_key, row.key), row);
+            }
+            2 => {
+                turn_rows.insert((row.session_key, row.a), row);
+            }
+            _ => {
+                session_rows.insert(row.session_key, row);
+            }
+        }
+    }
     let top = scored[0].score.max(f64::MIN_POSITIVE);
     let term_set: HashSet<String> = terms.into_iter().collect();
     let snippet_chars = ctx.config.tools.snippet_chars;
     let mut hits = Vec::with_capacity(scored.len());
     for doc in scored {
-        // A document retracted between the two queries simply drops out.
-        let Some(row) = by_key.get(&(doc.sess, doc.doc)) else {
+        // A document retracted between the two statements simply drops out.
+        let Some(event) = event_rows.get(&(doc.sess, doc.doc)) else {
             continue;
         };
-        let event_id = ids::event_id(row.session_key, row.event_key);
-        let turn_id = ids::turn_id(row.session_key, row.turn_key);
-        let session_id = ids::session_id(row.session_key);
-        let (text, cut) = super::snippet::snippet(&row.text, &term_set, snippet_chars);
+        let (turn, session) = (
+            turn_rows.get(&(doc.sess, event.b)),
+            session_rows.get(&doc.sess),
+        );
+        let (Some(turn), Some(session)) = (turn, session) else {
+            continue;
+        };
+        let event_id = ids::event_id(doc.sess, doc.doc);
+        let turn_id = ids::turn_id(doc.sess, turn.a as u64);
+        let session_id = ids::session_id(doc.sess);
+        let (text, cut) = super::snippet::snippet(&event.s1, &term_set, snippet_chars);
         hits.push(Hit {
             rank: hits.len() as u32 + 1,
             score: round4(doc.score / top),
             id: event_id.clone(),
             event: HitEvent {
                 id: event_id.clone(),
-                event_type: EventType::from_code(row.event_type).unwrap_or(EventType::Unknown),
-                timestamp: format_ts(row.ts),
-                ordinal: row.ordinal,
-                terminal: row.terminal_event_key == row.event_key,
+                event_type: EventType::from_code(event.c as u8).unwrap_or(EventType::Unknown),
+                timestamp: format_ts(event.t1),
+                ordinal: event.a,
+                terminal: turn.t1 as u64 == doc.doc,
             },
             turn: HitTurn {
                 id: turn_id.clone(),
-                ordinal: row.turn_ordinal,
-                completed: row.turn_completed,
-                event_count: row.turn_event_count,
+                ordinal: turn.a,
+                completed: turn.flag,
+                event_count: turn.b,
             },
             session: SessionBrief {
                 id: session_id.clone(),
-                title: row.title.clone(),
-                source: row.source.clone(),
-                harness: row.harness.clone(),
-                started_at: format_ts(row.started_at),
-                updated_at: format_ts(row.updated_at),
-                completed: row.session_completed,
+                title: session.s1.clone(),
+                source: session.s3.clone(),
+                harness: session.s2.clone(),
+                started_at: format_ts(session.t1),
+                updated_at: format_ts(session.t2),
+                completed: session.flag,
             },
             snippet: Snippet {
                 text,
-                truncated: cut,
+                truncated: cut || event.s1.len() as u32 >= SNIPPET_TEXT_BYTES,
             },
             open: OpenRefs {
                 event_id,
@@ -432,6 +438,36 @@ pub async fn run(
         });
     }
     Ok(success(request, hits, truncated, warnings, sla_target_ms))
+}
+
+/// Fails with `not_found` when a scoped search names a session or turn that does not exist.
+async fn scope_exists(
+    ctx: &Context,
+    scope: &Scope,
+    within_id: Option<&str>,
+    deadline: Instant,
+) -> Result<(), ToolError> {
+    let (session, ordinal, kind) = match *scope {
+        Scope::All => return Ok(()),
+        Scope::Session { session } => (session, 1, "session"),
+        Scope::Turn { session, ordinal } => (session, ordinal, "turn"),
+    };
+    let deadline_ms = ctx.config.tools.search_deadline_ms;
+    let count: Option<u64> = ctx
+        .db
+        .read("search_scope", SCOPE_EXISTS_SQL)
+        .param("s", session)
+        .param("t", ordinal)
+        .fetch_optional(&ctx.db, deadline)
+        .await
+        .map_err(|e| ToolError::from_db(e, deadline_ms))?;
+    if count.unwrap_or(0) == 0 {
+        return Err(ToolError::NotFound {
+            kind,
+            id: within_id.unwrap_or_default().to_owned(),
+        });
+    }
+    Ok(())
 }
 
 fn success(

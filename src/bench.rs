@@ -1,0 +1,835 @@
+//! `moraine-mcp bench`: generated corpora at several sizes, loaded through the product's ingest
+//! path into the embedded engine, then every row of the spec's SLA tables measured through the
+//! full HTTP MCP path, next to the BM25 seed design on the same data. Writes a JSON report and a
+//! markdown table. Numbers are reported, never asserted.
+
+pub mod corpus;
+pub mod load;
+pub mod seed;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use rand::{Rng, SeedableRng};
+use rand_pcg::Pcg64Mcg;
+use serde::Serialize;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Config;
+use crate::db::Db;
+use crate::embedded::{Engine, Environment};
+use crate::ids;
+use crate::ingest::{self, files};
+use crate::metrics::Metrics;
+use crate::tokenize::query_terms;
+use crate::tools::Tools;
+use crate::tools::querylog::QueryLog;
+use crate::{migrate, server};
+use load::{McpClient, Measured, Percentiles};
+
+#[derive(Debug, clap::Args)]
+pub struct BenchArgs {
+    /// Only the 100k profile, with fewer requests (a few minutes).
+    #[arg(long)]
+    quick: bool,
+    /// Corpus sizes in events, comma-separated (default 100000,500000,1000000).
+    #[arg(long, value_delimiter = ',')]
+    sizes: Option<Vec<u64>>,
+    /// Where corpora, the engine and the report go.
+    #[arg(long, default_value = "target/bench")]
+    out: PathBuf,
+    /// Concurrent clients for the throughput run.
+    #[arg(long, default_value_t = 16)]
+    clients: usize,
+    /// Seed of the corpus and the query sampling.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Skip the seed-design baseline.
+    #[arg(long)]
+    no_baseline: bool,
+}
+
+/// One row of the spec's SLA tables (milliseconds), with the tighter goal this project set.
+struct Row {
+    name: &'static str,
+    tool: &'static str,
+    spec: (f64, f64, f64),
+    goal: &'static str,
+    goal_p50: Option<f64>,
+}
+
+const ROWS: &[Row] = &[
+    Row {
+        name: "search_sessions global (default types, n_hits 10)",
+        tool: "search_sessions",
+        spec: (0.0, 0.0, 0.0),
+        goal: "P50 ≤ 25, P95 ≤ 80, P99 ≤ 150",
+        goal_p50: Some(25.0),
+    },
+    Row {
+        name: "search_sessions within session (≤ 250 turns)",
+        tool: "search_sessions",
+        spec: (100.0, 500.0, 1000.0),
+        goal: "P50 ≤ 10",
+        goal_p50: Some(10.0),
+    },
+    Row {
+        name: "search_sessions within turn",
+        tool: "search_sessions",
+        spec: (50.0, 300.0, 750.0),
+        goal: "P50 ≤ 8",
+        goal_p50: Some(8.0),
+    },
+    Row {
+        name: "list_sessions typical window",
+        tool: "list_sessions",
+        spec: (50.0, 300.0, 750.0),
+        goal: "P50 ≤ 15",
+        goal_p50: Some(15.0),
+    },
+    Row {
+        name: "list_sessions broad window",
+        tool: "list_sessions",
+        spec: (200.0, 1000.0, 2000.0),
+        goal: "P50 ≤ 15",
+        goal_p50: Some(15.0),
+    },
+    Row {
+        name: "list_sessions broad, mode-filtered",
+        tool: "list_sessions",
+        spec: (250.0, 1200.0, 2500.0),
+        goal: "P50 ≤ 15",
+        goal_p50: Some(15.0),
+    },
+    Row {
+        name: "open(event ≤ 64 KiB)",
+        tool: "open",
+        spec: (25.0, 200.0, 500.0),
+        goal: "P50 ≤ 5",
+        goal_p50: Some(5.0),
+    },
+    Row {
+        name: "open(turn ≤ 100 events)",
+        tool: "open",
+        spec: (50.0, 300.0, 750.0),
+        goal: "P50 ≤ 10",
+        goal_p50: Some(10.0),
+    },
+    Row {
+        name: "open(session, 100 turns)",
+        tool: "open",
+        spec: (100.0, 500.0, 1000.0),
+        goal: "—",
+        goal_p50: None,
+    },
+    Row {
+        name: "open(session, 1000 turns)",
+        tool: "open",
+        spec: (250.0, 1500.0, 3000.0),
+        goal: "P50 ≤ 100",
+        goal_p50: Some(100.0),
+    },
+];
+
+/// The spec's global-search row for a corpus size.
+fn global_spec(docs: u64) -> (f64, f64, f64) {
+    match docs {
+        0..=100_000 => (250.0, 750.0, 1500.0),
+        100_001..=500_000 => (500.0, 1500.0, 3000.0),
+        _ => (800.0, 2500.0, 5000.0),
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct RowReport {
+    name: String,
+    spec_p50_p95_p99_ms: (f64, f64, f64),
+    goal: String,
+    measured: Measured,
+    seed: Option<Percentiles>,
+    /// Seed P50 divided by ours: how many times faster this service is.
+    speedup_p50: Option<f64>,
+    goal_met: Option<bool>,
+    spec_met: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct SizeReport {
+    target_events: u64,
+    events: u64,
+    searchable_documents: u64,
+    sessions: u64,
+    log_bytes: u64,
+    ingest_seconds: f64,
+    ingest_events_per_second: f64,
+    merge_seconds: f64,
+    bytes_on_disk: u64,
+    bytes_per_event: f64,
+    seed_ingest_seconds: Option<f64>,
+    seed_events_per_second: Option<f64>,
+    rows: Vec<RowReport>,
+    concurrent: ConcurrentReport,
+}
+
+#[derive(Debug, Serialize)]
+struct ConcurrentReport {
+    clients: usize,
+    searches: usize,
+    searches_per_second: f64,
+    latency: Percentiles,
+    goal: &'static str,
+    goal_met: bool,
+}
+
+pub async fn run(args: BenchArgs, base: Config) -> anyhow::Result<ExitCode> {
+    let sizes = match (&args.sizes, args.quick) {
+        (Some(sizes), _) => sizes.clone(),
+        (None, true) => vec![100_000],
+        (None, false) => vec![100_000, 500_000, 1_000_000],
+    };
+    let requests = if args.quick { 100 } else { 300 };
+    std::fs::create_dir_all(&args.out)?;
+    let out = args.out.canonicalize()?;
+    eprintln!(
+        "bench: sizes {sizes:?}, {requests} requests per row, report in {}",
+        out.display()
+    );
+
+    let env_dir = out.join("engine-env");
+    let python = base.embedded.python.clone();
+    let environment =
+        tokio::task::spawn_blocking(move || Environment::ensure(&env_dir, &python)).await??;
+    let engine_dir = out.join("engine-db");
+    if engine_dir.exists() {
+        std::fs::remove_dir_all(&engine_dir)?;
+    }
+    let log = out.join("engine.log");
+    let engine =
+        tokio::task::spawn_blocking(move || Engine::start(&environment, &engine_dir, 0, &log))
+            .await??;
+
+    let mut reports = Vec::new();
+    for &size in &sizes {
+        let report = run_size(&args, &base, &engine.url(), &out, size, requests).await?;
+        reports.push(report);
+    }
+    let markdown = markdown(&reports);
+    let json = json!({
+        "machine": {"cpus": std::thread::available_parallelism().map_or(0, |n| n.get()), "version": env!("CARGO_PKG_VERSION")},
+        "sizes": reports,
+        "growth": growth(&reports),
+    });
+    std::fs::write(
+        out.join("report.json"),
+        serde_json::to_string_pretty(&json)?,
+    )?;
+    std::fs::write(out.join("report.md"), &markdown)?;
+    println!("{markdown}");
+    drop(engine);
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn run_size(
+    args: &BenchArgs,
+    base: &Config,
+    url: &str,
+    out: &std::path::Path,
+    size: u64,
+    requests: usize,
+) -> anyhow::Result<SizeReport> {
+    let label = label(size);
+    eprintln!("bench {label}: generating the corpus");
+    let spec = corpus::Spec {
+        events: size,
+        seed: args.seed,
+    };
+    let corpus_dir = out.join(format!("corpus-{label}"));
+    let generated =
+        tokio::task::spawn_blocking(move || corpus::generate(&spec, &corpus_dir)).await??;
+
+    let mut config = base.clone();
+    config.clickhouse.url = url.to_owned();
+    config.clickhouse.database = format!("bench_{label}");
+    config.clickhouse.query_timeout_ms = 600_000;
+    config.clickhouse.compression = "none".into();
+    config.server.listen = "127.0.0.1:0".into();
+    let db = Db::new(&config.clickhouse, Metrics::new(&config.sla));
+    db.wait_until_ready(Duration::from_secs(60)).await?;
+    drop_database(&config.clickhouse).await?;
+    migrate::migrate(&config.clickhouse, &db).await?;
+
+    eprintln!(
+        "bench {label}: ingesting {} events from {} files",
+        generated.events, generated.files
+    );
+    let (logs, problems) =
+        files::from_paths(std::slice::from_ref(&generated.dir), None, Some("bench"));
+    anyhow::ensure!(problems.is_empty(), "corpus problems: {problems:?}");
+    let summary = ingest::run(&config, &db, logs, false).await?;
+    eprintln!("bench {label}: ingested {summary}");
+
+    // Steady state: what background merges converge to.
+    let merge_started = Instant::now();
+    for table in [
+        "events",
+        "postings",
+        "term_df",
+        "corpus_stats",
+        "turns",
+        "sessions",
+    ] {
+        db.write("bench_optimize", "OPTIMIZE TABLE {t:Identifier} FINAL")
+            .param("t", table)
+            .execute(&db, db.default_deadline())
+            .await?;
+    }
+    let merge_seconds = merge_started.elapsed().as_secs_f64();
+    let facts: (u64, u64, u64) = db
+        .read(
+            "bench_facts",
+            "SELECT toUInt64(assumeNotNull((SELECT sum(docs) FROM corpus_stats))), \
+                    toUInt64(assumeNotNull((SELECT count() FROM sessions FINAL))), \
+                    toUInt64(assumeNotNull((SELECT sum(bytes_on_disk) FROM system.parts WHERE database = currentDatabase() AND active)))",
+        )
+        .fetch_optional(&db, db.default_deadline())
+        .await?
+        .context("no facts")?;
+    let (documents, sessions, bytes_on_disk) = facts;
+
+    let mut rng = Pcg64Mcg::seed_from_u64(args.seed ^ size);
+    let workload = Workload::sample(&db, &generated, &mut rng, requests).await?;
+
+    // The service, in this process, over real HTTP.
+    let config = Arc::new(config);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    let shutdown = CancellationToken::new();
+    let (log, log_task) = QueryLog::start(db.clone(), config.tools.query_log);
+    let tools = Arc::new(Tools::new(db.clone(), config.clone(), log));
+    let app = server::router(&config, db.clone(), tools, addr, &shutdown);
+    let serving = tokio::spawn(server::serve(
+        listener,
+        app,
+        shutdown.clone(),
+        Duration::from_secs(5),
+    ));
+    let client = McpClient::new(format!("http://{addr}{}", config.server.mcp_path));
+
+    let inputs: [(&Row, &Vec<Value>); 10] = [
+        (&ROWS[0], &workload.global),
+        (&ROWS[1], &workload.session_search),
+        (&ROWS[2], &workload.turn_search),
+        (&ROWS[3], &workload.list_typical),
+        (&ROWS[4], &workload.list_broad),
+        (&ROWS[5], &workload.list_mode),
+        (&ROWS[6], &workload.open_event),
+        (&ROWS[7], &workload.open_turn),
+        (&ROWS[8], &workload.open_session_100),
+        (&ROWS[9], &workload.open_session_1000),
+    ];
+    let mut measured = Vec::new();
+    for (row, requests) in inputs {
+        eprintln!("bench {label}: {}", row.name);
+        let result = client
+            .run(row.tool, Arc::new(requests.clone()), 1, 20)
+            .await;
+        measured.push(result);
+    }
+    eprintln!("bench {label}: {} concurrent clients", args.clients);
+    let mixed: Vec<Value> = workload
+        .global
+        .iter()
+        .cycle()
+        .take(args.clients * 40)
+        .cloned()
+        .collect();
+    let concurrent = client
+        .run("search_sessions", Arc::new(mixed), args.clients, 0)
+        .await;
+    shutdown.cancel();
+    let _ = serving.await;
+    if let Some(task) = log_task {
+        let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
+    }
+
+    let (seed_seconds, seeds) = if args.no_baseline {
+        (None, vec![None; ROWS.len()])
+    } else {
+        eprintln!("bench {label}: loading the seed design");
+        let mut seed_config = (*config).clone();
+        seed_config.clickhouse.database = format!("bench_{label}_seed");
+        let seed_db = Db::new(&seed_config.clickhouse, Metrics::new(&seed_config.sla));
+        drop_database(&seed_config.clickhouse).await?;
+        crate::db::base_client(&seed_config.clickhouse)
+            .query("CREATE DATABASE {db:Identifier}")
+            .param("db", &seed_config.clickhouse.database)
+            .execute()
+            .await?;
+        let seconds = seed::load(&seed_db, &config.clickhouse.database).await?;
+        for table in ["search_documents", "search_postings"] {
+            seed_db
+                .write("bench_optimize", "OPTIMIZE TABLE {t:Identifier} FINAL")
+                .param("t", table)
+                .execute(&seed_db, seed_db.default_deadline())
+                .await?;
+        }
+        eprintln!("bench {label}: measuring the seed design");
+        let seeds = measure_seed(&seed_db, &workload, requests.min(100)).await;
+        drop_database(&seed_config.clickhouse).await?;
+        (Some(seconds), seeds)
+    };
+
+    let rows: Vec<RowReport> = ROWS
+        .iter()
+        .zip(measured)
+        .zip(seeds)
+        .enumerate()
+        .map(|(i, ((row, measured), seed))| {
+            let spec = if i == 0 {
+                global_spec(documents)
+            } else {
+                row.spec
+            };
+            let speedup_p50 = seed.as_ref().map(|s| s.p50 / measured.client.p50.max(1e-9));
+            let c = &measured.client;
+            let goal_met = if i == 0 {
+                Some(c.p50 <= 25.0 && c.p95 <= 80.0 && c.p99 <= 150.0)
+            } else {
+                row.goal_p50.map(|goal| c.p50 <= goal)
+            };
+            RowReport {
+                name: row.name.to_owned(),
+                spec_p50_p95_p99_ms: spec,
+                goal: row.goal.to_owned(),
+                spec_met: c.p50 <= spec.0 && c.p95 <= spec.1 && c.p99 <= spec.2,
+                goal_met,
+                speedup_p50,
+                seed,
+                measured,
+            }
+        })
+        .collect();
+    let report = SizeReport {
+        target_events: size,
+        events: summary.counters.events,
+        searchable_documents: documents,
+        sessions,
+        log_bytes: generated.bytes,
+        ingest_seconds: summary.elapsed.as_secs_f64(),
+        ingest_events_per_second: summary.events_per_second(),
+        merge_seconds,
+        bytes_on_disk,
+        bytes_per_event: bytes_on_disk as f64 / summary.counters.events.max(1) as f64,
+        seed_ingest_seconds: seed_seconds,
+        seed_events_per_second: seed_seconds.map(|s| documents as f64 / s.max(1e-9)),
+        concurrent: ConcurrentReport {
+            clients: args.clients,
+            searches: concurrent.client.samples,
+            searches_per_second: concurrent.throughput,
+            goal: "≥ 150 searches/s with P99 ≤ 500 ms",
+            goal_met: concurrent.throughput >= 150.0 && concurrent.client.p99 <= 500.0,
+            latency: concurrent.client,
+        },
+        rows,
+    };
+    drop_database(&config.clickhouse).await?;
+    Ok(report)
+}
+
+/// Drops the configured database, if it exists (on a client without a current database).
+async fn drop_database(config: &crate::config::ClickHouseConfig) -> anyhow::Result<()> {
+    crate::db::base_client(config)
+        .query("DROP DATABASE IF EXISTS {db:Identifier}")
+        .param("db", &config.database)
+        .execute()
+        .await?;
+    Ok(())
+}
+
+fn label(size: u64) -> String {
+    if size.is_multiple_of(1_000_000) {
+        format!("{}m", size / 1_000_000)
+    } else if size.is_multiple_of(1000) {
+        format!("{}k", size / 1000)
+    } else {
+        size.to_string()
+    }
+}
+
+/// The requests of every row, sampled from the loaded data.
+struct Workload {
+    global: Vec<Value>,
+    session_search: Vec<Value>,
+    turn_search: Vec<Value>,
+    list_typical: Vec<Value>,
+    list_broad: Vec<Value>,
+    list_mode: Vec<Value>,
+    open_event: Vec<Value>,
+    open_turn: Vec<Value>,
+    open_session_100: Vec<Value>,
+    open_session_1000: Vec<Value>,
+    /// Inputs of the seed-design equivalents, parallel to the rows above.
+    seed: SeedInputs,
+}
+
+#[derive(Default)]
+struct SeedInputs {
+    global: Vec<String>,
+    session_search: Vec<(String, u64)>,
+    turn_search: Vec<(String, u64, i64, i64)>,
+    list_typical: Vec<(i64, i64)>,
+    list_broad: (i64, i64),
+    open_event: Vec<(u64, u64)>,
+    open_turn: Vec<(u64, u32)>,
+    session_100: u64,
+    session_1000: u64,
+}
+
+#[derive(Debug, clickhouse::Row, serde::Deserialize)]
+struct SampleText {
+    session_key: u64,
+    text: String,
+}
+
+#[derive(Debug, clickhouse::Row, serde::Deserialize)]
+struct SampleTurn {
+    session_key: u64,
+    ordinal: u32,
+    started_at: i64,
+    updated_at: i64,
+    text: String,
+}
+
+/// Picks `count` terms from a text (1–6 by default), as a user would remember them.
+fn terms_from(text: &str, rng: &mut Pcg64Mcg, min: usize, max: usize) -> String {
+    let terms = query_terms(&text[..crate::ingest::draft::floor_char_boundary(text, 4000)]);
+    if terms.is_empty() {
+        return "error".into();
+    }
+    let count = rng.random_range(min..=max).min(terms.len());
+    (0..count)
+        .map(|_| terms[rng.random_range(0..terms.len())].clone())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+impl Workload {
+    async fn sample(
+        db: &Db,
+        corpus: &corpus::Generated,
+        rng: &mut Pcg64Mcg,
+        requests: usize,
+    ) -> anyhow::Result<Self> {
+        let deadline = || Instant::now() + Duration::from_secs(600);
+        let salt: u64 = rng.random();
+        let texts: Vec<SampleText> = db
+            .read(
+                "bench_sample",
+                "SELECT session_key, substring(text, 1, 4000) AS text FROM events \
+                 WHERE searchable AND toUInt8(event_type) IN (1, 2, 5) ORDER BY cityHash64(event_key, {salt:UInt64}) LIMIT {n:UInt32}",
+            )
+            .param("salt", salt)
+            .param("n", requests as u32 * 2)
+            .fetch_all(db, deadline())
+            .await?;
+        // The query mix: user-like queries from real documents (1–6 terms), common-term queries,
+        // worst cases of several very common terms, and rare near-unique terms.
+        let common = &corpus::common_words()[..60];
+        let mut global_queries = Vec::new();
+        for (i, sample) in texts.iter().take(requests).enumerate() {
+            let query = match i % 10 {
+                0..=5 => terms_from(&sample.text, rng, 1, 6),
+                6 | 7 => (0..rng.random_range(1..=3))
+                    .map(|_| common[rng.random_range(0..common.len())])
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                8 => (0..rng.random_range(4..=6))
+                    .map(|_| common[rng.random_range(0..12)])
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                _ => {
+                    let terms = query_terms(&sample.text);
+                    terms
+                        .iter()
+                        .max_by_key(|t| t.len())
+                        .cloned()
+                        .unwrap_or_else(|| "error".into())
+                }
+            };
+            global_queries.push(query);
+        }
+        let sessions: Vec<SampleText> = db
+            .read(
+                "bench_sample",
+                "SELECT session_key, substring(any(text), 1, 4000) AS text FROM events \
+                 WHERE searchable AND toUInt8(event_type) IN (1, 2, 5) \
+                   AND session_key IN (SELECT session_key FROM sessions FINAL WHERE turn_count <= 250 \
+                                       ORDER BY cityHash64(session_key, {salt:UInt64}) LIMIT {n:UInt32}) \
+                 GROUP BY session_key",
+            )
+            .param("salt", salt)
+            .param("n", requests as u32)
+            .fetch_all(db, deadline())
+            .await?;
+        let turns: Vec<SampleTurn> = db
+            .read(
+                "bench_sample",
+                "SELECT t.session_key AS session_key, t.ordinal AS ordinal, t.started_at AS started_at, \
+                        t.updated_at AS updated_at, substring(t.user_preview, 1, 4000) AS text \
+                 FROM turns AS t FINAL WHERE t.event_count <= 100 AND t.user_preview != '' \
+                 ORDER BY cityHash64(t.session_key, t.ordinal, {salt:UInt64}) LIMIT {n:UInt32}",
+            )
+            .param("salt", salt)
+            .param("n", requests as u32)
+            .fetch_all(db, deadline())
+            .await?;
+        let events: Vec<(u64, u64)> = db
+            .read(
+                "bench_sample",
+                "SELECT session_key, event_key FROM events WHERE length(text) + length(raw) <= 65536 \
+                 ORDER BY cityHash64(event_key, {salt:UInt64}) LIMIT {n:UInt32}",
+            )
+            .param("salt", salt)
+            .param("n", requests as u32)
+            .fetch_all(db, deadline())
+            .await?;
+        let span: (i64, i64) = db
+            .read(
+                "bench_sample",
+                "SELECT min(started_at), max(updated_at) FROM sessions FINAL",
+            )
+            .fetch_optional(db, deadline())
+            .await?
+            .context("no sessions")?;
+
+        let landmark = |(harness, native): &(String, String)| {
+            files::session_key(
+                files::Harness::parse(harness).expect("known harness"),
+                native,
+            )
+        };
+        let (s100, s1000) = (
+            landmark(&corpus.hundred_turns),
+            landmark(&corpus.thousand_turns),
+        );
+        let week = 7 * 24 * 3600 * 1000;
+        let windows: Vec<(i64, i64)> = (0..requests)
+            .map(|_| {
+                let start = rng.random_range(span.0..(span.1 - week).max(span.0 + 1));
+                (start, start + week)
+            })
+            .collect();
+        let iso = crate::tools::format_ts;
+        let mut seed = SeedInputs {
+            global: global_queries.clone(),
+            list_typical: windows.clone(),
+            list_broad: (span.0, span.1 + 1),
+            open_event: events.clone(),
+            session_100: s100,
+            session_1000: s1000,
+            ..Default::default()
+        };
+        let session_search: Vec<Value> = sessions
+            .iter()
+            .map(|s| {
+                let query = terms_from(&s.text, rng, 1, 3);
+                seed.session_search.push((query.clone(), s.session_key));
+                json!({"query": query, "within_id": ids::session_id(s.session_key)})
+            })
+            .collect();
+        let turn_search: Vec<Value> = turns
+            .iter()
+            .map(|t| {
+                let query = terms_from(&t.text, rng, 1, 3);
+                seed.turn_search
+                    .push((query.clone(), t.session_key, t.started_at, t.updated_at));
+                json!({"query": query, "within_id": ids::turn_id(t.session_key, t.ordinal.into())})
+            })
+            .collect();
+        seed.open_turn = turns.iter().map(|t| (t.session_key, t.ordinal)).collect();
+        let repeat = |value: Value| vec![value; requests.min(50)];
+        Ok(Self {
+            global: global_queries.iter().map(|q| json!({"query": q})).collect(),
+            session_search,
+            turn_search,
+            list_typical: windows
+                .iter()
+                .map(
+                    |&(start, end)| json!({"start_datetime": iso(start), "end_datetime": iso(end)}),
+                )
+                .collect(),
+            list_broad: repeat(
+                json!({"start_datetime": iso(span.0), "end_datetime": iso(span.1 + 1), "limit": 50}),
+            ),
+            list_mode: repeat(
+                json!({"start_datetime": iso(span.0), "end_datetime": iso(span.1 + 1), "limit": 50, "mode": "tool_calling"}),
+            ),
+            open_event: events
+                .iter()
+                .map(|&(s, e)| json!({"id": ids::event_id(s, e)}))
+                .collect(),
+            open_turn: turns
+                .iter()
+                .map(|t| json!({"id": ids::turn_id(t.session_key, t.ordinal.into())}))
+                .collect(),
+            open_session_100: repeat(json!({"id": ids::session_id(s100)})),
+            open_session_1000: repeat(json!({"id": ids::session_id(s1000)})),
+            seed,
+        })
+    }
+}
+
+/// The seed design's latency for each row, on the same inputs.
+async fn measure_seed(db: &Db, workload: &Workload, calls: usize) -> Vec<Option<Percentiles>> {
+    let s = &workload.seed;
+    let broad = s.list_broad;
+    vec![
+        Some(
+            seed::measure(calls.min(s.global.len()), |i| {
+                seed::search(db, &s.global[i], seed::SeedScope::All)
+            })
+            .await,
+        ),
+        Some(
+            seed::measure(calls.min(s.session_search.len()), |i| {
+                seed::search(
+                    db,
+                    &s.session_search[i].0,
+                    seed::SeedScope::Session(s.session_search[i].1),
+                )
+            })
+            .await,
+        ),
+        Some(
+            seed::measure(calls.min(s.turn_search.len()), |i| {
+                let (query, session, from, to) = &s.turn_search[i];
+                seed::search(db, query, seed::SeedScope::TurnRange(*session, *from, *to))
+            })
+            .await,
+        ),
+        Some(
+            seed::measure(calls.min(s.list_typical.len()), |i| {
+                seed::list(db, s.list_typical[i].0, s.list_typical[i].1)
+            })
+            .await,
+        ),
+        Some(seed::measure(calls.min(30), |_| seed::list(db, broad.0, broad.1)).await),
+        None,
+        Some(
+            seed::measure(calls.min(s.open_event.len()), |i| {
+                seed::open_event(db, s.open_event[i].0, s.open_event[i].1)
+            })
+            .await,
+        ),
+        Some(
+            seed::measure(calls.min(s.open_turn.len()), |i| {
+                seed::open_turn(db, s.open_turn[i].0, s.open_turn[i].1)
+            })
+            .await,
+        ),
+        Some(seed::measure(calls.min(30), |_| seed::open_session(db, s.session_100)).await),
+        Some(seed::measure(calls.min(30), |_| seed::open_session(db, s.session_1000)).await),
+    ]
+}
+
+fn ms(x: f64) -> String {
+    if x >= 100.0 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.1}")
+    }
+}
+
+fn markdown(reports: &[SizeReport]) -> String {
+    let mut out = String::new();
+    for r in reports {
+        out.push_str(&format!(
+            "\n### {} searchable documents ({} events, {} sessions)\n\n",
+            r.searchable_documents, r.events, r.sessions
+        ));
+        out.push_str("| operation | spec P50/P95/P99 | goal | P50 | P95 | P99 | server P50 | seed P50 | seed ÷ ours | goal | spec |\n");
+        out.push_str("|---|---|---|---|---|---|---|---|---|---|---|\n");
+        for row in &r.rows {
+            let c = &row.measured.client;
+            let (sp50, sp95, sp99) = row.spec_p50_p95_p99_ms;
+            out.push_str(&format!(
+                "| {} | {}/{}/{} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                row.name,
+                ms(sp50),
+                ms(sp95),
+                ms(sp99),
+                row.goal,
+                ms(c.p50),
+                ms(c.p95),
+                ms(c.p99),
+                ms(row.measured.server.p50),
+                row.seed.as_ref().map_or("—".into(), |s| ms(s.p50)),
+                row.speedup_p50.map_or("—".into(), |x| format!("{x:.1}×")),
+                row.goal_met
+                    .map_or("—", |m| if m { "met" } else { "missed" }),
+                if row.spec_met { "met" } else { "missed" },
+            ));
+        }
+        let c = &r.concurrent;
+        out.push_str(&format!(
+            "| {} concurrent clients, mixed search | — | {} | {} | {} | {} | — | — | — | {} | — |\n",
+            c.clients,
+            c.goal,
+            ms(c.latency.p50),
+            ms(c.latency.p95),
+            ms(c.latency.p99),
+            if c.goal_met { "met" } else { "missed" },
+        ));
+        out.push_str(&format!(
+            "\nThroughput {:.0} searches/s. Ingest {:.0} events/s ({:.1} s; goal ≥ 50k/s: {}), seed design {}. \
+             Merge to one part: {:.1} s. On disk {:.0} bytes/event ({:.1} MiB); logs {:.1} MiB.\n",
+            c.searches_per_second,
+            r.ingest_events_per_second,
+            r.ingest_seconds,
+            if r.ingest_events_per_second >= 50_000.0 { "met" } else { "missed" },
+            r.seed_events_per_second.map_or("not measured".into(), |x| format!("{x:.0} documents/s")),
+            r.merge_seconds,
+            r.bytes_per_event,
+            r.bytes_on_disk as f64 / 1048576.0,
+            r.log_bytes as f64 / 1048576.0,
+        ));
+    }
+    if reports.len() > 1 {
+        out.push_str("\n### Growth of P50 with corpus size\n\n| operation |");
+        for r in reports {
+            out.push_str(&format!(" {} |", r.searchable_documents));
+        }
+        out.push_str(" largest ÷ smallest |\n|---|");
+        for _ in reports {
+            out.push_str("---|");
+        }
+        out.push_str("---|\n");
+        for (i, row) in ROWS.iter().enumerate() {
+            out.push_str(&format!("| {} |", row.name));
+            for r in reports {
+                out.push_str(&format!(" {} |", ms(r.rows[i].measured.client.p50)));
+            }
+            let first = reports[0].rows[i].measured.client.p50;
+            let last = reports[reports.len() - 1].rows[i].measured.client.p50;
+            out.push_str(&format!(" {:.2}× |\n", last / first.max(1e-9)));
+        }
+    }
+    out
+}
+
+fn growth(reports: &[SizeReport]) -> Value {
+    let (Some(first), Some(last)) = (reports.first(), reports.last()) else {
+        return Value::Null;
+    };
+    let rows: Vec<Value> = first
+        .rows
+        .iter()
+        .zip(&last.rows)
+        .map(|(a, b)| json!({"name": a.name, "p50_ratio": b.measured.client.p50 / a.measured.client.p50.max(1e-9)}))
+        .collect();
+    json!({"from": first.searchable_documents, "to": last.searchable_documents, "rows": rows})
+}

@@ -1,0 +1,159 @@
+//! BM25 statistics for queries: document frequencies and corpus size, read from the precomputed
+//! `term_df` and `corpus_stats` tables and kept for a short while in process.
+//!
+//! Reading them inside the scoring statement (as scalar subqueries) doubled its cost; terms
+//! repeat heavily across queries (their frequencies are Zipfian), so a small cache removes the
+//! lookup for most searches. Frequencies drift by at most what ingest adds within the TTL.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+
+use crate::db::{Db, DbError};
+
+/// How long a frequency or the corpus size is reused.
+const TTL: Duration = Duration::from_secs(30);
+/// Cached terms before the cache starts over.
+const MAX_TERMS: usize = 200_000;
+
+/// What scoring needs for one query.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueryStats {
+    /// Inverse document frequency of each query term, in order.
+    pub idfs: Vec<f64>,
+    /// Searchable documents.
+    pub documents: u64,
+    pub average_length: f64,
+}
+
+#[derive(Default)]
+struct Cache {
+    corpus: Option<(Instant, u64, f64)>,
+    df: HashMap<u64, (Instant, u64)>,
+}
+
+/// The shared statistics cache.
+#[derive(Default)]
+pub struct Statistics {
+    cache: Mutex<Cache>,
+}
+
+#[derive(Debug, clickhouse::Row, Deserialize)]
+struct StatRow {
+    /// 0: corpus (a = documents, b = total length); 1: a term (a = hash, b = df).
+    kind: u8,
+    a: u64,
+    b: i64,
+}
+
+/// Frequencies of the missing terms and the corpus size, in one statement.
+const STATS_SQL: &str = "
+SELECT toUInt8(1) AS kind, term AS a, sum(df) AS b FROM term_df WHERE term IN {terms:Array(UInt64)} GROUP BY term
+UNION ALL
+SELECT toUInt8(0), toUInt64(greatest(sum(docs), 0)), sum(total_len) FROM corpus_stats";
+
+impl Statistics {
+    /// The statistics of `terms`, from the cache where fresh, otherwise from ClickHouse.
+    pub async fn for_terms(
+        &self,
+        db: &Db,
+        terms: &[u64],
+        deadline: Instant,
+    ) -> Result<QueryStats, DbError> {
+        let now = Instant::now();
+        let missing: Vec<u64> = {
+            let cache = self.cache.lock().expect("statistics lock");
+            let corpus_fresh = cache
+                .corpus
+                .is_some_and(|(at, _, _)| now.duration_since(at) < TTL);
+            let missing: Vec<u64> = terms
+                .iter()
+                .copied()
+                .filter(|t| {
+                    cache
+                        .df
+                        .get(t)
+                        .is_none_or(|(at, _)| now.duration_since(*at) >= TTL)
+                })
+                .collect();
+            if corpus_fresh && missing.is_empty() {
+                return Ok(cache.stats(terms));
+            }
+            missing
+        };
+        let rows: Vec<StatRow> = db
+            .read("search_stats", STATS_SQL)
+            .param("terms", &missing)
+            .fetch_all(db, deadline)
+            .await?;
+        let mut cache = self.cache.lock().expect("statistics lock");
+        if cache.df.len() + missing.len() > MAX_TERMS {
+            cache.df.clear();
+        }
+        for term in &missing {
+            cache.df.insert(*term, (now, 0));
+        }
+        for row in rows {
+            match row.kind {
+                0 => {
+                    let average = row.b.max(0) as f64 / row.a.max(1) as f64;
+                    cache.corpus = Some((now, row.a, average));
+                }
+                _ => {
+                    cache.df.insert(row.a, (now, row.b.max(0) as u64));
+                }
+            }
+        }
+        Ok(cache.stats(terms))
+    }
+
+    /// Searchable documents as of the last read (0 before any search).
+    pub fn documents(&self) -> u64 {
+        self.cache
+            .lock()
+            .expect("statistics lock")
+            .corpus
+            .map_or(0, |(_, n, _)| n)
+    }
+}
+
+impl Cache {
+    fn stats(&self, terms: &[u64]) -> QueryStats {
+        let (_, documents, average_length) = self.corpus.unwrap_or((Instant::now(), 0, 1.0));
+        let n = documents.max(1) as f64;
+        let idfs = terms
+            .iter()
+            .map(|t| {
+                let df = self.df.get(t).map_or(0, |(_, df)| *df) as f64;
+                // Lucene's form: never negative, even for terms in most documents.
+                (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+            })
+            .collect();
+        QueryStats {
+            idfs,
+            documents,
+            average_length: average_length.max(1.0),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_idf_is_lucene_and_positive() {
+        let mut cache = Cache {
+            corpus: Some((Instant::now(), 100, 10.0)),
+            ..Cache::default()
+        };
+        cache.df.insert(1, (Instant::now(), 90));
+        cache.df.insert(2, (Instant::now(), 1));
+        let stats = cache.stats(&[1, 2]);
+        assert!(stats.idfs[0] > 0.0 && stats.idfs[0] < stats.idfs[1]);
+        assert!((stats.idfs[1] - (1.0f64 + 99.5 / 1.5).ln()).abs() < 1e-12);
+        assert_eq!(stats.average_length, 10.0);
+    }
+}

