@@ -517,6 +517,22 @@ impl Config {
         positive("tools.search_deadline_ms", tools.search_deadline_ms)?;
         positive("tools.list_deadline_ms", tools.list_deadline_ms)?;
         positive("tools.open_deadline_ms", tools.open_deadline_ms)?;
+        // The HTTP timeout must outlast every inner deadline, or a slow call would be cut off
+        // with a bare 503 instead of answering with the spec's `timeout` error.
+        let request_ms = server.request_timeout_secs.saturating_mul(1000);
+        for (key, value) in [
+            ("clickhouse.health_timeout_ms", ch.health_timeout_ms),
+            ("tools.search_deadline_ms", tools.search_deadline_ms),
+            ("tools.list_deadline_ms", tools.list_deadline_ms),
+            ("tools.open_deadline_ms", tools.open_deadline_ms),
+        ] {
+            if value >= request_ms {
+                return Err(ConfigError::invalid(
+                    key,
+                    format!("must be below server.request_timeout_secs ({request_ms} ms)"),
+                ));
+            }
+        }
         if !(1..=256).contains(&tools.max_query_terms) {
             return Err(ConfigError::invalid(
                 "tools.max_query_terms",
@@ -840,6 +856,16 @@ mod tests {
                 .unwrap_err()
                 .to_string()
                 .contains("auth.tokens")
+        );
+
+        let mut config = Config::default();
+        config.server.request_timeout_secs = 5;
+        assert!(
+            config
+                .validate()
+                .unwrap_err()
+                .to_string()
+                .contains("tools.search_deadline_ms")
         );
 
         let mut config = Config::default();

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::Router;
+use axum::body::Body;
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
@@ -105,16 +106,19 @@ pub fn router(
             Arc::new(LocalSessionManager::default()),
             mcp_config,
         );
-        Router::new().nest_service(&server.mcp_path, service)
+        Router::new().route_service(&server.mcp_path, service)
     } else {
         let service = StreamableHttpService::new(
             move || Ok(handler.clone()),
             Arc::new(NeverSessionManager::default()),
             mcp_config,
         );
-        Router::new().nest_service(&server.mcp_path, service)
+        Router::new().route_service(&server.mcp_path, service)
     };
-    let mcp = mcp.layer(middleware::from_fn_with_state(state.clone(), authenticate));
+    let body_limit = server.request_body_limit_bytes as usize;
+    let mcp = mcp
+        .layer(middleware::from_fn_with_state(body_limit, buffer_body))
+        .layer(middleware::from_fn_with_state(state.clone(), authenticate));
     Router::new()
         .route("/healthz", get(healthz_get))
         .route("/metrics", get(metrics_get))
@@ -207,6 +211,44 @@ fn unauthorized(message: &str, invalid: bool) -> Response {
         HeaderValue::from_static(challenge),
     );
     response
+}
+
+/// Reads an MCP request's whole body before the transport sees it. A chunked body has no
+/// Content-Length for the limit layer to refuse up front; this turns its overflow into a 413
+/// rather than a transport error.
+async fn buffer_body(State(limit): State<usize>, request: Request, next: Next) -> Response {
+    let (parts, body) = request.into_parts();
+    match axum::body::to_bytes(body, limit).await {
+        Ok(bytes) => {
+            next.run(Request::from_parts(parts, Body::from(bytes)))
+                .await
+        }
+        Err(error) => {
+            let too_large =
+                std::iter::successors(Some(&error as &(dyn std::error::Error + 'static)), |e| {
+                    e.source()
+                })
+                .any(|e| e.is::<http_body_util::LengthLimitError>());
+            if too_large {
+                (
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    axum::Json(json!({
+                        "error": "payload_too_large",
+                        "message": format!("request bodies are limited to {limit} bytes"),
+                    })),
+                )
+                    .into_response()
+            } else {
+                (
+                    StatusCode::BAD_REQUEST,
+                    axum::Json(
+                        json!({ "error": "bad_request", "message": "unreadable request body" }),
+                    ),
+                )
+                    .into_response()
+            }
+        }
+    }
 }
 
 /// Counts and times every request by route (never the raw path), method and status.

@@ -14,6 +14,7 @@ use moraine_mcp::embedded::Engine;
 use moraine_mcp::metrics::Metrics;
 use moraine_mcp::migrate::{self, MigrateError};
 use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const BIN: &str = env!("CARGO_BIN_EXE_moraine-mcp");
 
@@ -494,8 +495,36 @@ async fn bodies_over_the_limit_are_refused() {
     )
     .await;
     assert_eq!(reply.status, 413);
+
+    // The same body sent chunked, without a Content-Length to refuse up front.
+    let address = server.base.trim_start_matches("http://").to_owned();
+    let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let mut request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nTransfer-Encoding: chunked\r\n\
+         Connection: close\r\n\r\n"
+    );
+    for chunk in big.as_bytes().chunks(8192) {
+        request.push_str(&format!(
+            "{:x}\r\n{}\r\n",
+            chunk.len(),
+            std::str::from_utf8(chunk).unwrap()
+        ));
+    }
+    request.push_str("0\r\n\r\n");
+    // The server may answer (and close) before reading everything; a failed write is fine.
+    let _ = stream.write_all(request.as_bytes()).await;
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer).await;
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    assert!(answer.contains("payload_too_large"), "{answer}");
+
     let missing = send("GET", &format!("{}/nowhere", server.base), &[], "").await;
     assert_eq!(missing.status, 404);
+    // Only the endpoint itself is MCP; paths below it are not.
+    let below = send("POST", &format!("{}/extra", server.mcp_url), &[], "{}").await;
+    assert_eq!(below.status, 404);
     server.stop().await;
 }
 

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use jsonschema::error::ValidationErrorKind;
 use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
+use schemars::transform::RecursiveTransform;
 use serde_json::{Map, Value, json};
 
 use super::envelope::{ErrorEnvelope, ToolError};
@@ -155,7 +156,22 @@ fn generator() -> schemars::SchemaGenerator {
             s.inline_subschemas = true;
             s.meta_schema = None;
         })
+        .with_transform(RecursiveTransform(drop_numeric_format))
         .into_generator()
+}
+
+/// Drops schemars' Rust-type formats (`uint32`, `double`, …): they are not JSON Schema formats,
+/// and strict validators warn about every one. The `minimum` beside them keeps the meaning.
+fn drop_numeric_format(schema: &mut schemars::Schema) {
+    let numeric = schema
+        .get("format")
+        .and_then(Value::as_str)
+        .is_some_and(|f| {
+            f.starts_with("int") || f.starts_with("uint") || f == "double" || f == "float"
+        });
+    if numeric {
+        schema.remove("format");
+    }
 }
 
 fn strip_root(mut schema: Value) -> Value {
