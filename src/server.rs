@@ -19,8 +19,8 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 use tokio_util::sync::CancellationToken;
+use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
@@ -115,26 +115,29 @@ pub fn router(
         );
         Router::new().route_service(&server.mcp_path, service)
     };
-    let body_limit = server.request_body_limit_bytes as usize;
-    let mcp = mcp
-        .layer(middleware::from_fn_with_state(body_limit, buffer_body))
-        .layer(middleware::from_fn_with_state(state.clone(), authenticate));
+    let mcp = mcp.layer(middleware::from_fn_with_state(state.clone(), authenticate));
     Router::new()
         .route("/healthz", get(healthz_get))
         .route("/metrics", get(metrics_get))
         .merge(mcp)
         .fallback(not_found)
         .with_state(state.clone())
-        .layer(middleware::from_fn_with_state(state, observe))
-        .layer(TimeoutLayer::with_status_code(
-            StatusCode::SERVICE_UNAVAILABLE,
-            Duration::from_secs(server.request_timeout_secs),
-        ))
-        .layer(RequestBodyLimitLayer::new(
-            server.request_body_limit_bytes as usize,
-        ))
-        .layer(TraceLayer::new_for_http())
-        .layer(CatchPanicLayer::new())
+        // Outermost first. The timeout covers reading the body (a stalled upload ends in 503);
+        // the metrics see every status, 413s and timeouts included.
+        .layer(
+            ServiceBuilder::new()
+                .layer(CatchPanicLayer::new())
+                .layer(TraceLayer::new_for_http())
+                .layer(middleware::from_fn_with_state(state, observe))
+                .layer(TimeoutLayer::with_status_code(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    Duration::from_secs(server.request_timeout_secs),
+                ))
+                .layer(middleware::from_fn_with_state(
+                    server.request_body_limit_bytes as usize,
+                    limit_body,
+                )),
+        )
 }
 
 /// Host names and origins the MCP endpoint accepts: loopback, the bound address, and config.
@@ -213,11 +216,15 @@ fn unauthorized(message: &str, invalid: bool) -> Response {
     response
 }
 
-/// Reads an MCP request's whole body before the transport sees it. A chunked body has no
-/// Content-Length for the limit layer to refuse up front; this turns its overflow into a 413
-/// rather than a transport error.
-async fn buffer_body(State(limit): State<usize>, request: Request, next: Next) -> Response {
+/// Reads every request's whole body, up to the limit, before any handler sees it: one 413 with a
+/// JSON body whether the size was declared (`Content-Length`, refused before reading) or only
+/// discovered (a chunked body that grows past it).
+async fn limit_body(State(limit): State<usize>, request: Request, next: Next) -> Response {
     let (parts, body) = request.into_parts();
+    let declared = axum::body::HttpBody::size_hint(&body).lower();
+    if declared > limit as u64 {
+        return payload_too_large(limit);
+    }
     match axum::body::to_bytes(body, limit).await {
         Ok(bytes) => {
             next.run(Request::from_parts(parts, Body::from(bytes)))
@@ -230,25 +237,28 @@ async fn buffer_body(State(limit): State<usize>, request: Request, next: Next) -
                 })
                 .any(|e| e.is::<http_body_util::LengthLimitError>());
             if too_large {
-                (
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    axum::Json(json!({
-                        "error": "payload_too_large",
-                        "message": format!("request bodies are limited to {limit} bytes"),
-                    })),
-                )
-                    .into_response()
+                payload_too_large(limit)
             } else {
+                tracing::debug!(%error, "unreadable request body");
                 (
                     StatusCode::BAD_REQUEST,
-                    axum::Json(
-                        json!({ "error": "bad_request", "message": "unreadable request body" }),
-                    ),
+                    axum::Json(json!({ "error": "bad_request", "message": "the request body could not be read" })),
                 )
                     .into_response()
             }
         }
     }
+}
+
+fn payload_too_large(limit: usize) -> Response {
+    (
+        StatusCode::PAYLOAD_TOO_LARGE,
+        axum::Json(json!({
+            "error": "payload_too_large",
+            "message": format!("request bodies are limited to {limit} bytes"),
+        })),
+    )
+        .into_response()
 }
 
 /// Counts and times every request by route (never the raw path), method and status.

@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
-# The whole test suite: formatting, lints, unit and integration tests (real embedded ClickHouse,
-# real HTTP), then the interoperability checks against a live server. Needs only the Rust
-# toolchain, Python 3 and Node.js/npm; everything else is installed on first use.
+# The whole test suite, as CI runs it:
+#   1. formatting and lints;
+#   2. unit and integration tests (the real embedded ClickHouse, MCP over real HTTP);
+#   3. the deployment files (docker compose config, OpenAPI lint, Prometheus rules, dashboard);
+#   4. interoperability against live servers: curl smoke test, the official TypeScript and
+#      Python MCP SDK clients in both protocol styles, and the MCP conformance suite;
+#   5. the benchmark harness in its --quick form, as a smoke (numbers reported, never asserted).
+# Needs the Rust toolchain, Python 3.11+, Node.js 20+ with npm, and curl; everything else is
+# installed under target/ on first use. SKIP_BENCH=1 leaves out step 5 (it builds in release).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 step() { printf '\n==> %s\n' "$*"; }
+started=$SECONDS
 
 step "cargo fmt --check"
 cargo fmt --check
@@ -16,5 +23,18 @@ cargo clippy --all-targets --locked -- -D warnings
 step "cargo test"
 cargo test --locked
 
+step "deployment files"
+tests/deploy/check.sh
+
+step "interoperability (smoke.sh, TypeScript and Python SDKs, MCP conformance)"
+cargo build --locked
+tests/interop/run.sh
+
+if [ "${SKIP_BENCH:-0}" != 1 ]; then
+    step "benchmark harness (--quick, smoke)"
+    cargo build --release --locked
+    target/release/moraine-mcp bench --quick --out target/bench-smoke
+fi
+
 echo
-echo "all tests passed"
+echo "all tests passed in $((SECONDS - started)) s"

@@ -1,0 +1,445 @@
+//! `openapi/openapi.yaml` against live servers: every documented path, method and status is
+//! produced by a real request, and nothing the server serves is left undocumented.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use common::{TestServer, fresh_db};
+use moraine_mcp::config::{Config, TokenConfig};
+use moraine_mcp::db::Db;
+use moraine_mcp::metrics::Metrics;
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+const TOKEN: &str = "openapi-test-token-0123456789";
+const METHODS: [&str; 7] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
+
+/// (path, METHOD, status) for every response the document lists.
+fn documented() -> BTreeSet<(String, String, u16)> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("openapi/openapi.yaml");
+    let text = std::fs::read_to_string(path).unwrap();
+    let doc: serde_json::Value = serde_yaml_ng::from_str(&text).unwrap();
+    assert!(doc["openapi"].as_str().unwrap().starts_with("3.1"));
+    let mut out = BTreeSet::new();
+    for (route, item) in doc["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            let upper = method.to_ascii_uppercase();
+            if !METHODS.contains(&upper.as_str()) {
+                continue;
+            }
+            for status in operation["responses"].as_object().unwrap().keys() {
+                out.insert((route.clone(), upper.clone(), status.parse().unwrap()));
+            }
+        }
+    }
+    out
+}
+
+/// The status line and headers of one raw HTTP/1.1 exchange. Raw, so a request can declare a
+/// body it never sends, stall, or open a stream that never ends.
+struct Head {
+    status: u16,
+    headers: BTreeMap<String, String>,
+}
+
+async fn exchange(addr: &str, request: &str) -> Head {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    // The server may answer and close before reading everything; that is not a failure here.
+    let _ = stream.write_all(request.as_bytes()).await;
+    let mut buffer = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let end = loop {
+        if let Some(end) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
+            break end;
+        }
+        let read = tokio::time::timeout(Duration::from_secs(15), stream.read(&mut chunk))
+            .await
+            .expect("no response head within 15 s")
+            .unwrap_or(0);
+        assert!(
+            read > 0,
+            "connection closed before a response head: {request}"
+        );
+        buffer.extend_from_slice(&chunk[..read]);
+    };
+    let head = String::from_utf8_lossy(&buffer[..end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let status = lines
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    Head { status, headers }
+}
+
+/// A request as sent on the wire. `body` sets Content-Length unless `headers` declares one.
+fn request(method: &str, addr: &str, path: &str, headers: &[(&str, &str)], body: &str) -> String {
+    let mut text = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    for (name, value) in headers {
+        text.push_str(&format!("{name}: {value}\r\n"));
+    }
+    if !body.is_empty()
+        && !headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case("content-length"))
+    {
+        text.push_str(&format!("Content-Length: {}\r\n", body.len()));
+    }
+    text.push_str("\r\n");
+    text.push_str(body);
+    text
+}
+
+fn address(server: &TestServer) -> String {
+    server.base.trim_start_matches("http://").to_owned()
+}
+
+fn configured(mut config: Config, stateful: bool) -> Config {
+    config.auth.tokens = vec![TokenConfig {
+        name: "openapi".into(),
+        token: TOKEN.into(),
+    }];
+    config.server.stateful = stateful;
+    config.server.request_body_limit_bytes = 64 * 1024;
+    // A short request timeout, to see the 503 of a stalled upload; every inner deadline below it.
+    config.server.request_timeout_secs = 1;
+    config.clickhouse.health_timeout_ms = 500;
+    config.tools.search_deadline_ms = 900;
+    config.tools.list_deadline_ms = 900;
+    config.tools.open_deadline_ms = 900;
+    config.validate().unwrap();
+    config
+}
+
+#[tokio::test]
+async fn every_documented_status_is_served_and_nothing_served_is_undocumented() {
+    let (config, db) = fresh_db().await;
+    let stateless = TestServer::start(configured(config.clone(), false), db.clone()).await;
+    let stateful = TestServer::start(configured(config.clone(), true), db).await;
+    let mut down_config = configured(config, false);
+    down_config.clickhouse.url = "http://127.0.0.1:1".into();
+    let down_db = Db::new(&down_config.clickhouse, Metrics::new(&down_config.sla));
+    let down = TestServer::start(down_config, down_db).await;
+    let (a, s, d) = (address(&stateless), address(&stateful), address(&down));
+
+    let bearer = format!("Bearer {TOKEN}");
+    let auth = ("Authorization", bearer.as_str());
+    let json_type = ("Content-Type", "application/json");
+    let accept_both = ("Accept", "application/json, text/event-stream");
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "openapi-test", "version": "1"}}})
+    .to_string();
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).to_string();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+    let huge = "104857600";
+
+    // A stateful session, for the GET stream and DELETE.
+    let opened = exchange(
+        &s,
+        &request("POST", &s, "/mcp", &[auth, json_type, accept_both], &init),
+    )
+    .await;
+    assert_eq!(opened.status, 200);
+    let session = opened
+        .headers
+        .get("mcp-session-id")
+        .expect("a session ID")
+        .clone();
+    let session_header = ("Mcp-Session-Id", session.as_str());
+    let version = ("MCP-Protocol-Version", "2025-11-25");
+
+    let base = [auth, json_type, accept_both];
+    let with = |extra: &[(&'static str, &'static str)]| -> Vec<(&str, &str)> {
+        let mut all: Vec<(&str, &str)> = base.to_vec();
+        all.extend_from_slice(extra);
+        all
+    };
+    // (server, path, method, headers, body, expected status)
+    let cases: Vec<(&str, &str, &str, Vec<(&str, &str)>, &str, u16)> = vec![
+        (&a, "/mcp", "POST", with(&[]), &init, 200),
+        (
+            &a,
+            "/mcp",
+            "POST",
+            with(&[("MCP-Protocol-Version", "2025-11-25")]),
+            &initialized,
+            202,
+        ),
+        (
+            &a,
+            "/mcp",
+            "POST",
+            with(&[("MCP-Protocol-Version", "1999-01-01")]),
+            &list,
+            400,
+        ),
+        (&a, "/mcp", "POST", vec![json_type, accept_both], &list, 401),
+        (
+            &a,
+            "/mcp",
+            "POST",
+            with(&[("Origin", "http://evil.example")]),
+            &list,
+            403,
+        ),
+        (
+            &s,
+            "/mcp",
+            "POST",
+            with(&[("Mcp-Session-Id", "no-such-session"), version]),
+            &list,
+            404,
+        ),
+        (
+            &a,
+            "/mcp",
+            "POST",
+            vec![auth, json_type, ("Accept", "application/json")],
+            &list,
+            406,
+        ),
+        (
+            &a,
+            "/mcp",
+            "POST",
+            with(&[("Content-Length", huge)]),
+            "",
+            413,
+        ),
+        (
+            &a,
+            "/mcp",
+            "POST",
+            vec![auth, ("Content-Type", "text/plain"), accept_both],
+            &list,
+            415,
+        ),
+        // Declares a body and never sends it: the request timeout answers.
+        (
+            &a,
+            "/mcp",
+            "POST",
+            with(&[("Content-Length", "100")]),
+            "",
+            503,
+        ),
+        (
+            &s,
+            "/mcp",
+            "GET",
+            vec![
+                auth,
+                ("Accept", "text/event-stream"),
+                session_header,
+                version,
+            ],
+            "",
+            200,
+        ),
+        (
+            &s,
+            "/mcp",
+            "GET",
+            vec![auth, ("Accept", "text/event-stream")],
+            "",
+            400,
+        ),
+        (
+            &s,
+            "/mcp",
+            "GET",
+            vec![("Accept", "text/event-stream")],
+            "",
+            401,
+        ),
+        (
+            &s,
+            "/mcp",
+            "GET",
+            vec![
+                auth,
+                ("Accept", "text/event-stream"),
+                ("Origin", "http://evil.example"),
+            ],
+            "",
+            403,
+        ),
+        (
+            &s,
+            "/mcp",
+            "GET",
+            vec![
+                auth,
+                ("Accept", "text/event-stream"),
+                ("Mcp-Session-Id", "gone"),
+                version,
+            ],
+            "",
+            404,
+        ),
+        (
+            &a,
+            "/mcp",
+            "GET",
+            vec![auth, ("Accept", "text/event-stream")],
+            "",
+            405,
+        ),
+        (
+            &s,
+            "/mcp",
+            "GET",
+            vec![
+                auth,
+                ("Accept", "application/json"),
+                session_header,
+                version,
+            ],
+            "",
+            406,
+        ),
+        (
+            &a,
+            "/mcp",
+            "GET",
+            vec![auth, ("Content-Length", huge)],
+            "",
+            413,
+        ),
+        (&s, "/mcp", "DELETE", vec![auth], "", 400),
+        (&s, "/mcp", "DELETE", vec![], "", 401),
+        (
+            &s,
+            "/mcp",
+            "DELETE",
+            vec![auth, ("Origin", "http://evil.example")],
+            "",
+            403,
+        ),
+        (&a, "/mcp", "DELETE", vec![auth], "", 405),
+        (
+            &a,
+            "/mcp",
+            "DELETE",
+            vec![auth, ("Content-Length", huge)],
+            "",
+            413,
+        ),
+        (
+            &s,
+            "/mcp",
+            "DELETE",
+            vec![auth, session_header, version],
+            "",
+            202,
+        ),
+        (&a, "/healthz", "GET", vec![], "", 200),
+        (&d, "/healthz", "GET", vec![], "", 503),
+        (
+            &a,
+            "/healthz",
+            "GET",
+            vec![("Content-Length", huge)],
+            "",
+            413,
+        ),
+        (&a, "/healthz", "HEAD", vec![], "", 200),
+        (&d, "/healthz", "HEAD", vec![], "", 503),
+        (
+            &a,
+            "/healthz",
+            "HEAD",
+            vec![("Content-Length", huge)],
+            "",
+            413,
+        ),
+        (&a, "/metrics", "GET", vec![], "", 200),
+        (
+            &a,
+            "/metrics",
+            "GET",
+            vec![("Content-Length", huge)],
+            "",
+            413,
+        ),
+        (&a, "/metrics", "HEAD", vec![], "", 200),
+        (
+            &a,
+            "/metrics",
+            "HEAD",
+            vec![("Content-Length", huge)],
+            "",
+            413,
+        ),
+    ];
+
+    let mut served = BTreeSet::new();
+    for (addr, path, method, headers, body, expected) in &cases {
+        let head = exchange(addr, &request(method, addr, path, headers, body)).await;
+        assert_eq!(head.status, *expected, "{method} {path} {headers:?}");
+        served.insert((path.to_string(), method.to_string(), head.status));
+    }
+    let documented = documented();
+    let undocumented: Vec<_> = served.difference(&documented).collect();
+    assert!(
+        undocumented.is_empty(),
+        "served but not documented: {undocumented:?}"
+    );
+    let unseen: Vec<_> = documented.difference(&served).collect();
+    assert!(
+        unseen.is_empty(),
+        "documented but never produced: {unseen:?}"
+    );
+
+    // Every other method on a documented path, and paths the document does not name, are not
+    // served (405 or 404) by either kind of server.
+    let paths: BTreeSet<&str> = documented.iter().map(|(p, _, _)| p.as_str()).collect();
+    for addr in [&a, &s] {
+        for path in &paths {
+            for method in METHODS {
+                if documented.iter().any(|(p, m, _)| p == path && m == method) {
+                    continue;
+                }
+                let head =
+                    exchange(addr, &request(method, addr, path, &[auth, accept_both], "")).await;
+                assert!(
+                    head.status == 405 || head.status == 404,
+                    "{method} {path} answered {}",
+                    head.status
+                );
+            }
+        }
+        for path in [
+            "/",
+            "/mcp/",
+            "/mcp/extra",
+            "/health",
+            "/metrics/x",
+            "/.well-known/oauth-protected-resource",
+        ] {
+            for method in ["GET", "POST"] {
+                let head = exchange(
+                    addr,
+                    &request(method, addr, path, &[auth, json_type, accept_both], "{}"),
+                )
+                .await;
+                assert_eq!(head.status, 404, "{method} {path}");
+            }
+        }
+    }
+
+    stateless.stop().await;
+    stateful.stop().await;
+    down.stop().await;
+}
