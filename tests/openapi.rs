@@ -14,6 +14,16 @@ use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+/// One request and the status it must get: (server, path, method, headers, body, status).
+type Case<'a> = (
+    &'a str,
+    &'a str,
+    &'a str,
+    Vec<(&'a str, &'a str)>,
+    &'a str,
+    u16,
+);
+
 const TOKEN: &str = "openapi-test-token-0123456789";
 const METHODS: [&str; 7] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
 
@@ -166,7 +176,7 @@ async fn every_documented_status_is_served_and_nothing_served_is_undocumented() 
         all
     };
     // (server, path, method, headers, body, expected status)
-    let cases: Vec<(&str, &str, &str, Vec<(&str, &str)>, &str, u16)> = vec![
+    let cases: Vec<Case> = vec![
         (&a, "/mcp", "POST", with(&[]), &init, 200),
         (
             &a,
