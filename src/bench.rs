@@ -173,6 +173,15 @@ struct SizeReport {
     seed_events_per_second: Option<f64>,
     rows: Vec<RowReport>,
     concurrent: ConcurrentReport,
+    statements: Vec<StatementReport>,
+}
+
+/// One ClickHouse statement of the tools: how often it ran and its mean latency, single client.
+#[derive(Debug, Serialize)]
+struct StatementReport {
+    name: String,
+    count: u64,
+    mean_ms: f64,
 }
 
 #[derive(Debug, Serialize)]
@@ -339,6 +348,22 @@ async fn run_size(
             .await;
         measured.push(result);
     }
+    // Where the single-client time went, statement by statement (the tools' queries only).
+    let statements: Vec<StatementReport> = db
+        .metrics()
+        .query_means()
+        .into_iter()
+        .filter(|(name, _, _)| {
+            ["bench", "ingest", "migrate"]
+                .iter()
+                .all(|p| !name.starts_with(p))
+        })
+        .map(|(name, count, mean)| StatementReport {
+            name,
+            count,
+            mean_ms: mean * 1000.0,
+        })
+        .collect();
     eprintln!("bench {label}: {} concurrent clients", args.clients);
     let mixed: Vec<Value> = workload
         .global
@@ -435,6 +460,7 @@ async fn run_size(
             latency: concurrent.client,
         },
         rows,
+        statements,
     };
     drop_database(&config.clickhouse).await?;
     Ok(report)
@@ -797,6 +823,14 @@ fn markdown(reports: &[SizeReport]) -> String {
             r.bytes_on_disk as f64 / 1048576.0,
             r.log_bytes as f64 / 1048576.0,
         ));
+        out.push_str("\nClickHouse statements behind the single-client rows (mean ms): ");
+        let parts: Vec<String> = r
+            .statements
+            .iter()
+            .map(|st| format!("{} {:.1} ({}×)", st.name, st.mean_ms, st.count))
+            .collect();
+        out.push_str(&parts.join(", "));
+        out.push_str(".\n");
     }
     if reports.len() > 1 {
         out.push_str("\n### Growth of P50 with corpus size\n\n| operation |");

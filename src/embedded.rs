@@ -65,6 +65,7 @@ impl Environment {
                 "setting up the embedded ClickHouse in {} (first run only; downloads about 200 MB)",
                 venv.display()
             );
+            check_python(python)?;
             if venv.exists() {
                 std::fs::remove_dir_all(&venv).map_err(io(format!("remove {}", venv.display())))?;
             }
@@ -236,6 +237,30 @@ fn hex_digest(text: &str) -> String {
 }
 
 /// Runs a setup command, showing its output only when it fails.
+/// The pinned wheels exist for CPython 3.11 to 3.14 only; say so before pip fails obscurely.
+fn check_python(python: &str) -> Result<(), EngineError> {
+    let output = Command::new(python)
+        .args(["-c", "import sys; print(sys.version_info[0], sys.version_info[1])"])
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| {
+            EngineError::Setup(format!(
+                "the embedded ClickHouse needs Python 3.11 to 3.14, and `{python}` cannot run ({e}); \
+                 install one or set embedded.python"
+            ))
+        })?;
+    let version = String::from_utf8_lossy(&output.stdout);
+    let mut parts = version.split_whitespace().map(str::parse::<u32>);
+    match (parts.next(), parts.next()) {
+        (Some(Ok(3)), Some(Ok(minor))) if (11..=14).contains(&minor) => Ok(()),
+        _ => Err(EngineError::Setup(format!(
+            "the embedded ClickHouse needs Python 3.11 to 3.14; `{python}` is {}; \
+             install one or set embedded.python",
+            version.trim().replace(' ', ".")
+        ))),
+    }
+}
+
 fn run(command: &mut Command, what: &str) -> Result<(), EngineError> {
     let output = command
         .stdin(Stdio::null())

@@ -205,6 +205,29 @@ impl Metrics {
         }
     }
 
+    /// Every ClickHouse query name observed so far, with its count and mean seconds.
+    pub fn query_means(&self) -> Vec<(String, u64, f64)> {
+        use prometheus::core::Collector as _;
+        let mut out = Vec::new();
+        for family in self.inner.query_duration.collect() {
+            for metric in family.get_metric() {
+                let name = metric
+                    .get_label()
+                    .iter()
+                    .find(|l| l.name() == "query")
+                    .map(|l| l.value().to_owned())
+                    .unwrap_or_default();
+                let histogram = metric.get_histogram();
+                let count = histogram.get_sample_count();
+                if count > 0 {
+                    out.push((name, count, histogram.get_sample_sum() / count as f64));
+                }
+            }
+        }
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
     /// Counts a query in flight until the guard drops.
     pub fn query_in_flight(&self) -> InFlight {
         self.inner.queries_in_flight.inc();
