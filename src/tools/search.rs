@@ -1,8 +1,9 @@
 //! `search_sessions`: BM25 over the postings index, returning handles rather than payloads.
 //!
-//! One query scores documents: term statistics and corpus size come from the precomputed
-//! `term_df` and `corpus_stats` tables inside the same statement, and postings carry everything
-//! scoring and filtering need. A second query fetches the hits' metadata and snippet text.
+//! Term document frequencies and corpus size come from the precomputed `term_df` and
+//! `corpus_stats` tables through a short-lived cache (`tools::stats`) and reach the scoring
+//! statement as parameters; postings carry everything scoring and filtering need. A second
+//! statement fetches the hits' events, turns and sessions for metadata and snippets.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
