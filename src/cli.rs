@@ -1,6 +1,7 @@
-//! The `moraine-mcp` command line: serve, migrate, up, ingest and bench.
+//! The `moraine-mcp` command line: serve, migrate, up, ingest, bench and healthcheck.
 
 use std::collections::HashMap;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -180,10 +181,7 @@ async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Migrate => {
-            let db = Db::new(&config.clickhouse, Metrics::new(&config.sla));
-            db.wait_until_ready(Duration::from_secs(config.clickhouse.startup_wait_secs))
-                .await
-                .context("clickhouse is unreachable")?;
+            let db = connected(&config).await?;
             let report = migrate::migrate(&config.clickhouse, &db).await?;
             println!(
                 "schema version {}: applied {:?}, already applied {:?}",
@@ -241,17 +239,12 @@ async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
 async fn healthcheck(config: &Config, url: Option<String>) -> anyhow::Result<ExitCode> {
     let url = url.unwrap_or_else(|| {
         let addr = config.server.listen_addr();
-        let host = if addr.ip().is_unspecified() {
-            "127.0.0.1".to_owned()
+        let ip = if addr.ip().is_unspecified() {
+            Ipv4Addr::LOCALHOST.into()
         } else {
-            addr.ip().to_string()
+            addr.ip()
         };
-        let host = if host.contains(':') {
-            format!("[{host}]")
-        } else {
-            host
-        };
-        format!("http://{host}:{}/healthz", addr.port())
+        format!("http://{}/healthz", SocketAddr::new(ip, addr.port()))
     });
     let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
         .build_http::<http_body_util::Empty<bytes::Bytes>>();

@@ -243,22 +243,27 @@ impl Default for SlaConfig {
 }
 
 impl SlaConfig {
+    /// Every target with its key: one list for validation and histogram bucket edges.
+    pub fn targets(&self) -> [(&'static str, u64); 12] {
+        [
+            ("sla.search_100k", self.search_100k),
+            ("sla.search_500k", self.search_500k),
+            ("sla.search_1m", self.search_1m),
+            ("sla.search_within_turn", self.search_within_turn),
+            ("sla.search_within_session", self.search_within_session),
+            ("sla.list_typical", self.list_typical),
+            ("sla.list_broad", self.list_broad),
+            ("sla.list_broad_mode", self.list_broad_mode),
+            ("sla.open_event", self.open_event),
+            ("sla.open_turn", self.open_turn),
+            ("sla.open_session_100", self.open_session_100),
+            ("sla.open_session_1000", self.open_session_1000),
+        ]
+    }
+
     /// Every target, for histogram bucket edges.
     pub fn all_targets_ms(&self) -> Vec<u64> {
-        vec![
-            self.search_100k,
-            self.search_500k,
-            self.search_1m,
-            self.search_within_turn,
-            self.search_within_session,
-            self.list_typical,
-            self.list_broad,
-            self.list_broad_mode,
-            self.open_event,
-            self.open_turn,
-            self.open_session_100,
-            self.open_session_1000,
-        ]
+        self.targets().iter().map(|&(_, ms)| ms).collect()
     }
 }
 
@@ -371,14 +376,8 @@ impl Default for RedactionConfig {
 pub const HARNESSES: [&str; 2] = ["codex", "claude-code"];
 
 impl Config {
-    /// Reads `path` (defaults when `None`), applies environment overrides from `env`, and validates.
-    pub fn load(path: Option<&Path>, env: &HashMap<String, String>) -> Result<Self, ConfigError> {
-        let config = Self::load_unvalidated(path, env)?;
-        config.validate()?;
-        Ok(config)
-    }
-
-    /// Like [`Config::load`], leaving validation to the caller (who may apply flags first).
+    /// Reads `path` (defaults when `None`) and applies overrides from `env`; validation is left to
+    /// the caller, who may apply flags first.
     pub fn load_unvalidated(
         path: Option<&Path>,
         env: &HashMap<String, String>,
@@ -559,20 +558,7 @@ impl Config {
         if !(bm25.b.is_finite() && (0.0..=1.0).contains(&bm25.b)) {
             return Err(ConfigError::invalid("bm25.b", "must be between 0 and 1"));
         }
-        for (key, value) in [
-            ("sla.search_100k", self.sla.search_100k),
-            ("sla.search_500k", self.sla.search_500k),
-            ("sla.search_1m", self.sla.search_1m),
-            ("sla.search_within_turn", self.sla.search_within_turn),
-            ("sla.search_within_session", self.sla.search_within_session),
-            ("sla.list_typical", self.sla.list_typical),
-            ("sla.list_broad", self.sla.list_broad),
-            ("sla.list_broad_mode", self.sla.list_broad_mode),
-            ("sla.open_event", self.sla.open_event),
-            ("sla.open_turn", self.sla.open_turn),
-            ("sla.open_session_100", self.sla.open_session_100),
-            ("sla.open_session_1000", self.sla.open_session_1000),
-        ] {
+        for (key, value) in self.sla.targets() {
             positive(key, value)?;
         }
 

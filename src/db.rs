@@ -117,10 +117,8 @@ impl managed::Manager for Slots {
 pub struct Db {
     client: clickhouse::Client,
     slots: Pool<Slots>,
-    queue_timeout: Duration,
     query_timeout: Duration,
     metrics: Metrics,
-    database: String,
 }
 
 impl Db {
@@ -136,15 +134,9 @@ impl Db {
         Self {
             client,
             slots,
-            queue_timeout: Duration::from_millis(config.queue_timeout_ms),
             query_timeout: Duration::from_millis(config.query_timeout_ms),
             metrics,
-            database: config.database.clone(),
         }
-    }
-
-    pub fn database(&self) -> &str {
-        &self.database
     }
 
     pub fn metrics(&self) -> &Metrics {
@@ -194,8 +186,9 @@ impl Db {
         if remaining.is_zero() {
             return Err(DbError::Deadline);
         }
-        let mut timeouts = managed::Timeouts::new();
-        timeouts.wait = Some(self.queue_timeout.min(remaining));
+        // The pool's own wait (the configured queue timeout), cut short by the deadline.
+        let mut timeouts = self.slots.timeouts();
+        timeouts.wait = timeouts.wait.map(|wait| wait.min(remaining));
         let _slot = match self.slots.timeout_get(&timeouts).await {
             Ok(slot) => slot,
             Err(managed::PoolError::Timeout(_)) if Instant::now() >= deadline => {

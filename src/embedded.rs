@@ -4,12 +4,10 @@
 //! The gateway script and its hash-pinned requirements are compiled into the binary, so a
 //! single `moraine-mcp` binary can bring up its own database on a machine with only Python.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-use sha2::{Digest, Sha256};
 
 const GATEWAY_SCRIPT: &str = include_str!("../deploy/embedded/chgateway.py");
 const REQUIREMENTS: &str = include_str!("../deploy/embedded/requirements.txt");
@@ -58,7 +56,7 @@ impl Environment {
         let venv = dir.join("venv");
         let venv_python = venv.join("bin").join("python");
         let marker = venv.join(".moraine-requirements");
-        let wanted = hex_digest(REQUIREMENTS);
+        let wanted = crate::migrate::sha256_hex(REQUIREMENTS);
         let current = std::fs::read_to_string(&marker).unwrap_or_default();
         if current.trim() != wanted || !venv_python.exists() {
             eprintln!(
@@ -109,7 +107,6 @@ impl Environment {
 pub struct Engine {
     child: Option<Child>,
     pub port: u16,
-    pub data_dir: PathBuf,
     log_path: PathBuf,
 }
 
@@ -152,7 +149,6 @@ impl Engine {
         let mut engine = Self {
             child: Some(child),
             port,
-            data_dir: data_dir.to_owned(),
             log_path: log_path.to_owned(),
         };
         let line = match rx.recv_timeout(START_TIMEOUT) {
@@ -176,11 +172,6 @@ impl Engine {
     /// The engine's HTTP URL.
     pub fn url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
-    }
-
-    /// The process id, while running.
-    pub fn pid(&self) -> Option<u32> {
-        self.child.as_ref().map(Child::id)
     }
 
     /// Stops the engine: SIGTERM, then SIGKILL if it has not exited in time.
@@ -229,14 +220,6 @@ impl Drop for Engine {
     }
 }
 
-fn hex_digest(text: &str) -> String {
-    Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-/// Runs a setup command, showing its output only when it fails.
 /// The pinned wheels exist for CPython 3.11 to 3.14 only; say so before pip fails obscurely.
 fn check_python(python: &str) -> Result<(), EngineError> {
     let output = Command::new(python)
@@ -261,6 +244,7 @@ fn check_python(python: &str) -> Result<(), EngineError> {
     }
 }
 
+/// Runs a setup command, showing its output only when it fails.
 fn run(command: &mut Command, what: &str) -> Result<(), EngineError> {
     let output = command
         .stdin(Stdio::null())
@@ -273,7 +257,6 @@ fn run(command: &mut Command, what: &str) -> Result<(), EngineError> {
     if detail.trim().is_empty() {
         detail = String::from_utf8_lossy(&output.stdout).into_owned();
     }
-    let _ = std::io::stderr().flush();
     Err(EngineError::Setup(format!(
         "cannot {what} ({}):\n{}",
         output.status,

@@ -6,8 +6,7 @@
 use std::sync::Arc;
 
 use prometheus::{
-    Encoder as _, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts,
-    Registry, TextEncoder,
+    HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
 use crate::config::SlaConfig;
@@ -244,10 +243,10 @@ impl Metrics {
             .set(status.waiting as i64);
     }
 
-    pub fn observe_http(&self, route: &str, method: &str, status: u16, seconds: f64) {
+    pub fn observe_http(&self, route: &str, method: &str, status: &str, seconds: f64) {
         self.inner
             .http_requests
-            .with_label_values(&[route, method, &status.to_string()])
+            .with_label_values(&[route, method, status])
             .inc();
         self.inner
             .http_duration
@@ -274,11 +273,6 @@ impl Metrics {
         TextEncoder::new()
             .encode_to_string(&self.inner.registry.gather())
             .unwrap_or_default()
-    }
-
-    /// The content type of [`Metrics::render`].
-    pub fn content_type(&self) -> String {
-        TextEncoder::new().format_type().to_owned()
     }
 }
 

@@ -101,7 +101,7 @@ pub async fn migrate(config: &ClickHouseConfig, db: &Db) -> Result<MigrateReport
     }
     let mut report = MigrateReport::default();
     for migration in MIGRATIONS {
-        let checksum = checksum(migration.sql);
+        let checksum = sha256_hex(migration.sql);
         if let Some(done) = applied.iter().find(|a| a.version == migration.version) {
             if done.checksum != checksum {
                 return Err(MigrateError::Edited {
@@ -139,8 +139,9 @@ pub async fn migrate(config: &ClickHouseConfig, db: &Db) -> Result<MigrateReport
     Ok(report)
 }
 
-fn checksum(sql: &str) -> String {
-    let digest = Sha256::digest(sql.as_bytes());
+/// Lower-case hex SHA-256 of `text`: migration checksums and the engine's requirements stamp.
+pub(crate) fn sha256_hex(text: &str) -> String {
+    let digest = Sha256::digest(text.as_bytes());
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 

@@ -8,10 +8,11 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{MatchedPath, Request, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
@@ -27,7 +28,6 @@ use tower_http::trace::TraceLayer;
 use crate::config::{Config, TokenConfig};
 use crate::db::{Db, DbError};
 use crate::mcp::McpServer;
-use crate::metrics::Metrics;
 use crate::migrate;
 use crate::tools::Tools;
 
@@ -39,7 +39,6 @@ pub struct Caller(pub String);
 #[derive(Clone)]
 struct AppState {
     db: Db,
-    metrics: Metrics,
     auth: Arc<Auth>,
     health_timeout: Duration,
 }
@@ -81,10 +80,8 @@ pub fn router(
     shutdown: &CancellationToken,
 ) -> Router {
     let server = &config.server;
-    let metrics = db.metrics().clone();
     let state = AppState {
         db,
-        metrics: metrics.clone(),
         auth: Arc::new(Auth::new(&config.auth.tokens)),
         health_timeout: Duration::from_millis(config.clickhouse.health_timeout_ms),
     };
@@ -101,19 +98,19 @@ pub fn router(
         .with_cancellation_token(shutdown.child_token());
     let handler = McpServer::new(tools);
     let mcp = if server.stateful {
-        let service = StreamableHttpService::new(
-            move || Ok(handler.clone()),
-            Arc::new(LocalSessionManager::default()),
+        mcp_route(
+            &server.mcp_path,
+            handler,
+            LocalSessionManager::default(),
             mcp_config,
-        );
-        Router::new().route_service(&server.mcp_path, service)
+        )
     } else {
-        let service = StreamableHttpService::new(
-            move || Ok(handler.clone()),
-            Arc::new(NeverSessionManager::default()),
+        mcp_route(
+            &server.mcp_path,
+            handler,
+            NeverSessionManager::default(),
             mcp_config,
-        );
-        Router::new().route_service(&server.mcp_path, service)
+        )
     };
     let mcp = mcp.layer(middleware::from_fn_with_state(state.clone(), authenticate));
     Router::new()
@@ -140,6 +137,18 @@ pub fn router(
         )
 }
 
+/// The rmcp Streamable HTTP service at exactly `path`, with `manager` deciding on sessions.
+fn mcp_route<M: SessionManager>(
+    path: &str,
+    handler: McpServer,
+    manager: M,
+    config: StreamableHttpServerConfig,
+) -> Router<AppState> {
+    let service =
+        StreamableHttpService::new(move || Ok(handler.clone()), Arc::new(manager), config);
+    Router::new().route_service(path, service)
+}
+
 /// Host names and origins the MCP endpoint accepts: loopback, the bound address, and config.
 fn allowed_hosts_and_origins(config: &Config, addr: SocketAddr) -> (Vec<String>, Vec<String>) {
     let port = addr.port();
@@ -150,16 +159,11 @@ fn allowed_hosts_and_origins(config: &Config, addr: SocketAddr) -> (Vec<String>,
         format!("http://[::1]:{port}"),
     ];
     if !addr.ip().is_unspecified() && !addr.ip().is_loopback() {
-        let ip = addr.ip().to_string();
-        origins.push(match addr {
-            SocketAddr::V4(_) => format!("http://{ip}:{port}"),
-            SocketAddr::V6(_) => format!("http://[{ip}]:{port}"),
-        });
-        hosts.push(ip);
+        origins.push(format!("http://{}", SocketAddr::new(addr.ip(), port)));
+        hosts.push(addr.ip().to_string());
     }
     hosts.extend(config.server.allowed_hosts.iter().cloned());
     origins.extend(config.server.allowed_origins.iter().cloned());
-    hosts.dedup();
     (hosts, origins)
 }
 
@@ -180,18 +184,18 @@ async fn authenticate(State(state): State<AppState>, mut request: Request, next:
         })
         .map(str::trim);
     let Some(presented) = presented else {
-        state.metrics.observe_auth("none", "missing");
+        state.db.metrics().observe_auth("none", "missing");
         return unauthorized("missing bearer token", false);
     };
     match state.auth.check(presented) {
         Some(name) => {
-            state.metrics.observe_auth(name, "accepted");
+            state.db.metrics().observe_auth(name, "accepted");
             tracing::debug!(token = name, "authenticated");
             request.extensions_mut().insert(Caller(name.to_owned()));
             next.run(request).await
         }
         None => {
-            state.metrics.observe_auth("none", "rejected");
+            state.db.metrics().observe_auth("none", "rejected");
             tracing::info!("rejected a request with an unknown bearer token");
             unauthorized("unknown bearer token", true)
         }
@@ -204,16 +208,12 @@ fn unauthorized(message: &str, invalid: bool) -> Response {
     } else {
         r#"Bearer realm="moraine-mcp""#
     };
-    let mut response = (
+    (
         StatusCode::UNAUTHORIZED,
+        [(header::WWW_AUTHENTICATE, challenge)],
         axum::Json(json!({ "error": "unauthorized", "message": message })),
     )
-        .into_response();
-    response.headers_mut().insert(
-        header::WWW_AUTHENTICATE,
-        HeaderValue::from_static(challenge),
-    );
-    response
+        .into_response()
 }
 
 /// Reads every request's whole body, up to the limit, before any handler sees it: one 413 with a
@@ -264,21 +264,20 @@ fn payload_too_large(limit: usize) -> Response {
 /// Counts and times every request by route (never the raw path), method and status.
 async fn observe(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let started = Instant::now();
-    let route = request.extensions().get::<MatchedPath>().map_or_else(
-        || "unmatched".to_owned(),
-        |m| m.as_str().trim_end_matches('/').to_owned(),
-    );
-    let method = request.method().as_str().to_owned();
+    let matched = request.extensions().get::<MatchedPath>().cloned();
+    let method = request.method().clone();
     let response = next.run(request).await;
-    let route = if route.is_empty() {
-        "/".to_owned()
-    } else {
-        route
+    let route = match &matched {
+        None => "unmatched",
+        Some(m) => match m.as_str().trim_end_matches('/') {
+            "" => "/",
+            route => route,
+        },
     };
-    state.metrics.observe_http(
-        &route,
-        &method,
-        response.status().as_u16(),
+    state.db.metrics().observe_http(
+        route,
+        method.as_str(),
+        response.status().as_str(),
         started.elapsed().as_secs_f64(),
     );
     response
@@ -330,20 +329,21 @@ async fn healthz_get(State(state): State<AppState>) -> Response {
         "version": env!("CARGO_PKG_VERSION"),
         "reason": reason,
     });
-    let mut response = (status, axum::Json(body)).into_response();
-    response
-        .headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    response
+    (
+        status,
+        [(header::CACHE_CONTROL, "no-store")],
+        axum::Json(body),
+    )
+        .into_response()
 }
 
 async fn metrics_get(State(state): State<AppState>) -> Response {
     state.db.export_pool_status();
-    let mut response = state.metrics.render().into_response();
-    if let Ok(value) = HeaderValue::from_str(&state.metrics.content_type()) {
-        response.headers_mut().insert(header::CONTENT_TYPE, value);
-    }
-    response
+    (
+        [(header::CONTENT_TYPE, prometheus::TEXT_FORMAT)],
+        state.db.metrics().render(),
+    )
+        .into_response()
 }
 
 async fn not_found() -> Response {
