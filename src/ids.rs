@@ -48,14 +48,6 @@ impl IdKind {
 }
 
 impl Id {
-    pub fn kind(self) -> IdKind {
-        match self {
-            Self::Session { .. } => IdKind::Session,
-            Self::Turn { .. } => IdKind::Turn,
-            Self::Event { .. } => IdKind::Event,
-        }
-    }
-
     /// Parses a caller-supplied ID.
     pub fn parse(text: &str) -> Result<Self, IdError> {
         let (kind, token) = split_well_formed(text).ok_or(IdError::Malformed)?;

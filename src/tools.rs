@@ -161,9 +161,14 @@ impl Tools {
             ),
             _ => return None,
         };
-        let arguments = arguments.unwrap_or_default();
+        // Validated as the JSON value it arrived as, without copying it.
+        let arguments = Value::Object(arguments.unwrap_or_default());
+        let checked = validator.check(&arguments);
+        let Value::Object(arguments) = arguments else {
+            unreachable!("built as an object")
+        };
         let deadline = started + Duration::from_millis(deadline_ms);
-        let outcome = match validator.check(&Value::Object(arguments.clone())) {
+        let outcome = match checked {
             Err(error) => Err(error),
             Ok(()) => {
                 let work = async {
@@ -178,21 +183,24 @@ impl Tools {
                     .unwrap_or(Err(ToolError::Deadline { deadline_ms }))
             }
         };
-        let metrics = self.ctx.db.metrics();
+        // One clock reading for both the envelope and the latency metric.
+        let finish = |sla_target_ms: u64, outcome: &str| {
+            let elapsed = started.elapsed();
+            let elapsed_ms = elapsed.as_millis() as u64;
+            let met_sla = elapsed_ms <= sla_target_ms;
+            self.ctx
+                .db
+                .metrics()
+                .observe_tool(name, outcome, elapsed.as_secs_f64(), met_sla);
+            Performance {
+                elapsed_ms,
+                sla_target_ms,
+                met_sla,
+            }
+        };
         Some(match outcome {
             Ok(success) => {
-                let elapsed_ms = started.elapsed().as_millis() as u64;
-                let performance = Performance {
-                    elapsed_ms,
-                    sla_target_ms: success.sla_target_ms,
-                    met_sla: elapsed_ms <= success.sla_target_ms,
-                };
-                metrics.observe_tool(
-                    name,
-                    "ok",
-                    started.elapsed().as_secs_f64(),
-                    performance.met_sla,
-                );
+                let performance = finish(success.sla_target_ms, "ok");
                 if name == search::NAME {
                     self.log_search(&success, &performance, client);
                 }
@@ -218,18 +226,7 @@ impl Tools {
                         tracing::debug!(tool = name, code = body.code.as_str(), message = %body.message, "tool call rejected")
                     }
                 }
-                let elapsed_ms = started.elapsed().as_millis() as u64;
-                let performance = Performance {
-                    elapsed_ms,
-                    sla_target_ms: default_target,
-                    met_sla: elapsed_ms <= default_target,
-                };
-                metrics.observe_tool(
-                    name,
-                    body.code.as_str(),
-                    started.elapsed().as_secs_f64(),
-                    performance.met_sla,
-                );
+                let performance = finish(default_target, body.code.as_str());
                 let text = render::error(name, &body);
                 let envelope = ErrorEnvelope {
                     schema_version: "moraine.mcp.error.v1".into(),
@@ -254,8 +251,7 @@ impl Tools {
         let ts = time::OffsetDateTime::now_utc().unix_timestamp_nanos() as i64 / 1_000_000;
         let results = success.data["results"]
             .as_array()
-            .cloned()
-            .unwrap_or_default();
+            .map_or(&[][..], Vec::as_slice);
         let hits = results
             .iter()
             .map(|hit| querylog::HitRow {

@@ -118,7 +118,11 @@ pub fn is_web_search(tool_name: &str) -> bool {
 
 /// Parses an RFC 3339 timestamp into milliseconds since the epoch.
 pub fn parse_ts(value: Option<&Value>) -> Option<i64> {
-    let text = value?.as_str()?;
+    rfc3339_ms(value?.as_str()?)
+}
+
+/// Milliseconds since the epoch of an RFC 3339 datetime.
+pub fn rfc3339_ms(text: &str) -> Option<i64> {
     let parsed =
         time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()?;
     Some((parsed.unix_timestamp_nanos() / 1_000_000) as i64)

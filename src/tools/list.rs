@@ -272,11 +272,9 @@ pub async fn run(
 
 /// Parses an RFC 3339 datetime (the schema already required an explicit offset) to epoch ms.
 fn parse_datetime(field: &str, text: &str) -> Result<i64, ToolError> {
-    let parsed = time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
-        .map_err(|_| {
-            ToolError::invalid(field, format!("{field} is not a valid RFC 3339 datetime"))
-        })?;
-    Ok((parsed.unix_timestamp_nanos() / 1_000_000) as i64)
+    crate::ingest::draft::rfc3339_ms(text).ok_or_else(|| {
+        ToolError::invalid(field, format!("{field} is not a valid RFC 3339 datetime"))
+    })
 }
 
 /// Epoch milliseconds as a `DateTime64(3)` parameter (decimal seconds), clamped to the type's

@@ -580,45 +580,43 @@ async fn open_event(
     let record = crate::ingest::rows::restore_text(&this.raw, &this.text);
     let raw: Value = serde_json::from_str(&record).unwrap_or(Value::String(record));
     let tool_name = non_empty(&this.tool_name);
-    let content = match event_type {
-        EventType::ToolCall => Content {
-            format: "tool_call".into(),
-            text: this.text.clone(),
-            truncated: false,
-            tool_name: tool_name.clone(),
-            arguments: Some(
-                serde_json::from_str(&this.arguments)
-                    .unwrap_or(Value::String(this.arguments.clone())),
-            ),
-            exit_code: None,
-            is_error: None,
-            raw,
-        },
-        EventType::ToolResponse => Content {
-            format: "tool_response".into(),
-            text: this.text.clone(),
-            truncated: false,
-            tool_name: tool_name.clone(),
-            arguments: None,
-            exit_code: Some(this.exit_code),
-            is_error: Some(this.is_error),
-            raw,
-        },
-        other => Content {
-            format: if other == EventType::Reasoning {
+    // What the content carries beyond the text depends on the event type.
+    let (format, content_tool, arguments, exit_code, is_error) = match event_type {
+        EventType::ToolCall => (
+            "tool_call",
+            tool_name.clone(),
+            Some(crate::ingest::draft::parse_arguments(&this.arguments)),
+            None,
+            None,
+        ),
+        EventType::ToolResponse => (
+            "tool_response",
+            tool_name.clone(),
+            None,
+            Some(this.exit_code),
+            Some(this.is_error),
+        ),
+        other => (
+            if other == EventType::Reasoning {
                 "reasoning"
             } else {
                 "text"
-            }
-            .into(),
-            text: this.text.clone(),
-            truncated: false,
-            tool_name: None,
-            arguments: None,
-            exit_code: this.exit_code.map(Some),
-            is_error: this.is_error.then_some(true),
-            raw,
-        },
+            },
+            None,
+            None,
+            this.exit_code.map(Some),
+            this.is_error.then_some(true),
+        ),
+    };
+    let content = Content {
+        format: format.into(),
+        text: this.text.clone(),
+        truncated: false,
+        tool_name: content_tool,
+        arguments,
+        exit_code,
+        is_error,
+        raw,
     };
     let turn_id = ids::turn_id(session, this.turn_ordinal.into());
     Ok(Some(EventView {

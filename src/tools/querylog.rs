@@ -80,10 +80,6 @@ impl QueryLog {
         )
     }
 
-    pub fn disabled(metrics: Metrics) -> Self {
-        Self { tx: None, metrics }
-    }
-
     pub fn record(&self, entry: Entry) {
         let Some(tx) = &self.tx else {
             return;
@@ -119,13 +115,10 @@ async fn flush(db: &Db, pending: &mut Vec<Entry>) {
     if pending.is_empty() {
         return;
     }
-    let queries: Vec<QueryRow> = pending.iter().map(|e| e.query.clone()).collect();
-    let hits: Vec<HitRow> = pending
-        .iter()
-        .flat_map(|e| e.hits.iter().cloned())
-        .collect();
+    let (queries, hits): (Vec<QueryRow>, Vec<Vec<HitRow>>) =
+        pending.drain(..).map(|e| (e.query, e.hits)).unzip();
+    let hits: Vec<HitRow> = hits.into_iter().flatten().collect();
     let count = queries.len() as u64;
-    pending.clear();
     let result = async {
         db.insert("query_log", "search_query_log", &queries, &[])
             .await?;

@@ -211,7 +211,7 @@ impl InputValidator {
             .validator
             .iter_errors(arguments)
             .map(|error| {
-                let mapped = self.map(&error, arguments);
+                let mapped = self.map(&error);
                 (error.instance_path().as_str().to_owned(), mapped)
             })
             .collect();
@@ -223,7 +223,7 @@ impl InputValidator {
         }
     }
 
-    fn map(&self, error: &jsonschema::ValidationError<'_>, arguments: &Value) -> ToolError {
+    fn map(&self, error: &jsonschema::ValidationError<'_>) -> ToolError {
         let path = error.instance_path().as_str();
         let field = path
             .trim_start_matches('/')
@@ -262,17 +262,13 @@ impl InputValidator {
                     ToolError::InvalidId { field }
                 }
             }
-            _ => ToolError::invalid(&field, friendly_message(&field, error, arguments)),
+            _ => ToolError::invalid(&field, friendly_message(&field, error)),
         }
     }
 }
 
 /// A message a model can act on, for failures of a field's type or bounds.
-fn friendly_message(
-    field: &str,
-    error: &jsonschema::ValidationError<'_>,
-    _arguments: &Value,
-) -> String {
+fn friendly_message(field: &str, error: &jsonschema::ValidationError<'_>) -> String {
     match field {
         "query" if matches!(error.kind(), ValidationErrorKind::MaxLength { .. }) => {
             format!("query must be at most {MAX_QUERY_CHARS} characters")

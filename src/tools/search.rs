@@ -2,8 +2,9 @@
 //!
 //! Term document frequencies and corpus size come from the precomputed `term_df` and
 //! `corpus_stats` tables through a short-lived cache (`tools::stats`) and reach the scoring
-//! statement as parameters; postings carry everything scoring and filtering need. A second
-//! statement fetches the hits' events, turns and sessions for metadata and snippets.
+//! statement as parameters; postings carry everything scoring needs (the harness and source
+//! filters consult `sessions`). A second statement fetches the hits' events, turns and sessions
+//! for metadata and snippets.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
@@ -352,9 +353,7 @@ pub async fn run(
 
     let sessions: Vec<u64> = unique(scored.iter().map(|s| s.sess));
     let events: Vec<u64> = unique(scored.iter().map(|s| s.doc));
-    let mut turns: Vec<(u64, u32)> = scored.iter().map(|s| (s.sess, s.turn_ordinal)).collect();
-    turns.sort_unstable();
-    turns.dedup();
+    let turns: Vec<(u64, u32)> = unique(scored.iter().map(|s| (s.sess, s.turn_ordinal)));
     let details: Vec<Detail> = ctx
         .db
         .read("search_details", DETAILS_SQL)
@@ -504,8 +503,8 @@ fn global_target(sla: &crate::config::SlaConfig, docs: u64) -> u64 {
     }
 }
 
-fn unique(values: impl Iterator<Item = u64>) -> Vec<u64> {
-    let mut out: Vec<u64> = values.collect();
+fn unique<T: Ord>(values: impl Iterator<Item = T>) -> Vec<T> {
+    let mut out: Vec<T> = values.collect();
     out.sort_unstable();
     out.dedup();
     out

@@ -13,10 +13,10 @@ const SCAN_BYTES: usize = 1 << 20;
 pub fn snippet(text: &str, terms: &HashSet<String>, max_chars: usize) -> (String, bool) {
     let scanned = &text[..crate::ingest::draft::floor_char_boundary(text, SCAN_BYTES)];
     // (byte offset, term) of every occurrence of a query term.
-    let mut matches: Vec<(usize, String)> = Vec::new();
+    let mut matches: Vec<(usize, &str)> = Vec::new();
     for_each_token(scanned, |term, span| {
-        if terms.contains(term) {
-            matches.push((span.start, term.to_owned()));
+        if let Some(term) = terms.get(term) {
+            matches.push((span.start, term));
         }
     });
     let window_bytes = max_chars * 4;
@@ -38,15 +38,15 @@ pub fn snippet(text: &str, terms: &HashSet<String>, max_chars: usize) -> (String
     // from the very start when the match is near it.
     let anchor = if best.0 == 0 { 0 } else { best.1 };
     let context = max_chars / 5;
-    let before: Vec<(usize, char)> = text[..anchor].char_indices().collect();
-    let start = if before.len() <= context {
-        0
-    } else {
-        let from = before.len() - context;
-        before[from..]
-            .iter()
+    let head = &text[..anchor];
+    let mut back = head.char_indices().rev();
+    // The `context`-th character before the anchor, when there are more than `context`.
+    let start = match (back.nth(context.max(1) - 1), back.next()) {
+        (Some((from, _)), Some(_)) => head[from..]
+            .char_indices()
             .find(|(_, c)| c.is_whitespace())
-            .map_or(before[from].0, |&(at, c)| at + c.len_utf8())
+            .map_or(from, |(at, c)| from + at + c.len_utf8()),
+        _ => 0,
     };
     collapse(text, start, max_chars)
 }

@@ -23,8 +23,6 @@ const MAX_TERMS: usize = 200_000;
 pub struct QueryStats {
     /// Inverse document frequency of each query term, in order.
     pub idfs: Vec<f64>,
-    /// Searchable documents.
-    pub documents: u64,
     pub average_length: f64,
 }
 
@@ -133,7 +131,6 @@ impl Cache {
             .collect();
         QueryStats {
             idfs,
-            documents,
             average_length: average_length.max(1.0),
         }
     }
