@@ -25,6 +25,7 @@ const MIN_TERM_CHARS: usize = 2;
 const MAX_TERM_CHARS: usize = 64;
 
 /// A term and where it came from in the original text.
+#[cfg(test)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Token {
     pub term: String,
@@ -74,10 +75,10 @@ pub fn for_each_token(text: &str, mut emit: impl FnMut(&str, Range<usize>)) {
                     break;
                 }
                 if let Some((previous_at, previous_char)) = previous {
-                    let mut bigram = String::with_capacity(8);
-                    bigram.push(previous_char);
-                    bigram.push(c);
-                    emit(&bigram, previous_at..at + c.len_utf8());
+                    scratch.clear();
+                    scratch.push(previous_char);
+                    scratch.push(c);
+                    emit(&scratch, previous_at..at + c.len_utf8());
                 }
                 previous = Some((at, c));
                 at += c.len_utf8();
@@ -336,7 +337,9 @@ fn is_cjk(c: char) -> bool {
         | 0x20000..=0x2FA1F) // CJK extensions B–F and supplements
 }
 
-/// Tokens of `text` with their spans (used for snippets).
+/// Tokens of `text` with their spans, collected (for tests; callers stream with
+/// [`for_each_token`]).
+#[cfg(test)]
 pub fn tokens(text: &str) -> Vec<Token> {
     let mut out = Vec::new();
     for_each_token(text, |term, span| {

@@ -121,10 +121,6 @@ impl SessionMode {
             Self::Chat => "chat",
         }
     }
-
-    pub fn parse(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|m| m.as_str() == name)
-    }
 }
 
 #[cfg(test)]

@@ -7,6 +7,8 @@
 //! at an API-error record. Sub-agent files (`…/subagents/agent-*.jsonl`) are sessions of their
 //! own, in which the sub-agent's prompts do start turns.
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -128,18 +130,10 @@ impl Claude<'_> {
             .get("message")
             .and_then(|m| m.get("content"))
             .unwrap_or(&Value::Null);
-        let blocks: Vec<Value> = match content {
-            Value::Array(blocks) => blocks.clone(),
-            Value::String(s) => vec![serde_json::json!({"type": "text", "text": s})],
-            _ => Vec::new(),
-        };
-        let single = blocks.len() == 1;
-        for (index, block) in blocks.iter().enumerate() {
-            let raw = if single {
-                raw.to_owned()
-            } else {
-                narrow(record, index)
-            };
+        let blocks = content_blocks(content);
+        let mut narrowed = Narrowed::new(record, blocks.len());
+        for block in blocks.iter() {
+            let raw = narrowed.raw(raw, block);
             match block.get("type").and_then(Value::as_str).unwrap_or("") {
                 "tool_result" => {
                     let call_id = block
@@ -153,12 +147,20 @@ impl Claude<'_> {
                         .get("is_error")
                         .and_then(Value::as_bool)
                         .unwrap_or(false);
-                    draft.exit_code = exit_code_in_text(&draft.text)
-                        .or(if draft.is_error { None } else { Some(0) })
-                        .filter(|_| self.is_command_tool(&call_id));
                     if let Some((name, is_self)) = self.state.tools.lookup(&call_id) {
                         draft.tool_name = name;
                         draft.self_tool = is_self;
+                    }
+                    // Only shell tools' results carry a process exit status.
+                    if matches!(
+                        draft.tool_name.as_str(),
+                        "Bash" | "BashOutput" | "KillShell"
+                    ) {
+                        draft.exit_code = exit_code_in_text(&draft.text).or(if draft.is_error {
+                            None
+                        } else {
+                            Some(0)
+                        });
                     }
                     draft.tool_call_id = call_id;
                     drafts.push(draft);
@@ -221,19 +223,11 @@ impl Claude<'_> {
             drafts.push(draft);
             return;
         }
-        let blocks: Vec<Value> = match content {
-            Value::Array(blocks) => blocks.clone(),
-            Value::String(s) => vec![serde_json::json!({"type": "text", "text": s})],
-            _ => Vec::new(),
-        };
-        let single = blocks.len() == 1;
+        let blocks = content_blocks(content);
+        let mut narrowed = Narrowed::new(record, blocks.len());
         let first = drafts.len();
-        for (index, block) in blocks.iter().enumerate() {
-            let raw = if single {
-                raw.to_owned()
-            } else {
-                narrow(record, index)
-            };
+        for block in blocks.iter() {
+            let raw = narrowed.raw(raw, block);
             let block_type = block.get("type").and_then(Value::as_str).unwrap_or("");
             let mut draft = match block_type {
                 "text" => Draft::new(
@@ -263,14 +257,14 @@ impl Claude<'_> {
                         .and_then(Value::as_str)
                         .unwrap_or("")
                         .to_owned();
-                    let input = block.get("input").cloned().unwrap_or(Value::Null);
+                    let input = block.get("input").unwrap_or(&Value::Null);
                     let call_id = block
                         .get("id")
                         .and_then(Value::as_str)
                         .unwrap_or("")
                         .to_owned();
                     let mut draft =
-                        Draft::new(EventType::ToolCall, ts, render_call(&name, &input), raw);
+                        Draft::new(EventType::ToolCall, ts, render_call(&name, input), raw);
                     draft.self_tool = self.self_tools.matches(&name);
                     draft.web_search = is_web_search(&name);
                     draft.arguments = input.to_string();
@@ -311,26 +305,61 @@ impl Claude<'_> {
             drafts.last_mut().expect("checked above").ending = Some(Ending::Completed);
         }
     }
+}
 
-    /// Tools whose results carry a process exit status.
-    fn is_command_tool(&self, call_id: &str) -> bool {
-        self.state
-            .tools
-            .lookup(call_id)
-            .is_some_and(|(name, _)| matches!(name.as_str(), "Bash" | "BashOutput" | "KillShell"))
+/// A message's content as blocks; a plain string is one text block.
+fn content_blocks(content: &Value) -> Cow<'_, [Value]> {
+    match content {
+        Value::Array(blocks) => Cow::Borrowed(blocks.as_slice()),
+        Value::String(s) => Cow::Owned(vec![serde_json::json!({"type": "text", "text": s})]),
+        _ => Cow::Borrowed(&[]),
     }
 }
 
-/// The record with `message.content` narrowed to one block: the raw source of one event.
-fn narrow(record: &Value, index: usize) -> String {
-    let mut copy = record.clone();
-    if let Some(content) = copy.get_mut("message").and_then(|m| m.get_mut("content"))
-        && let Value::Array(blocks) = content
-    {
-        let block = blocks.get(index).cloned().unwrap_or(Value::Null);
-        *content = Value::Array(vec![block]);
+/// The raw source of each block's event. A record of several blocks is split: each event keeps
+/// the record with `message.content` narrowed to its own block. The record is copied once,
+/// without its content, however many blocks it has.
+struct Narrowed {
+    shell: Option<Value>,
+}
+
+impl Narrowed {
+    fn new(record: &Value, blocks: usize) -> Self {
+        let shell = (blocks > 1).then(|| {
+            let mut shell = serde_json::Map::new();
+            for (key, value) in record.as_object().into_iter().flatten() {
+                let value = match value {
+                    Value::Object(message) if key == "message" => Value::Object(
+                        message
+                            .iter()
+                            .map(|(k, v)| {
+                                let v = if k == "content" {
+                                    Value::Array(Vec::new())
+                                } else {
+                                    v.clone()
+                                };
+                                (k.clone(), v)
+                            })
+                            .collect(),
+                    ),
+                    other => other.clone(),
+                };
+                shell.insert(key.clone(), value);
+            }
+            Value::Object(shell)
+        });
+        Self { shell }
     }
-    copy.to_string()
+
+    fn raw(&mut self, raw: &str, block: &Value) -> String {
+        let Some(shell) = &mut self.shell else {
+            return raw.to_owned();
+        };
+        if let Some(content) = shell.get_mut("message").and_then(|m| m.get_mut("content")) {
+            *content = Value::Array(vec![block.clone()]);
+        }
+        shell.to_string()
+    }
 }
 
 /// Titles, URLs and text of server-side search results.
@@ -355,6 +384,31 @@ fn search_result_text(content: &Value) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn test_each_block_keeps_the_record_narrowed_to_it() {
+        let record = json!({
+            "type": "assistant", "uuid": "u1",
+            "message": {"id": "m", "content": [{"type": "text", "text": "a"}, {"type": "tool_use", "id": "t", "name": "Bash", "input": {"command": "ls"}}], "model": "x"},
+            "timestamp": "2026-01-01T00:00:00Z"
+        });
+        let raw = record.to_string();
+        let blocks = content_blocks(&record["message"]["content"]);
+        let mut narrowed = Narrowed::new(&record, blocks.len());
+        for block in blocks.iter() {
+            let mut expected = record.clone();
+            expected["message"]["content"] = json!([block]);
+            assert_eq!(narrowed.raw(&raw, block), expected.to_string());
+        }
+        let single = json!({"type": "user", "message": {"content": "hi"}});
+        let single_raw = single.to_string();
+        let blocks = content_blocks(&single["message"]["content"]);
+        assert_eq!(blocks.len(), 1);
+        assert_eq!(
+            Narrowed::new(&single, 1).raw(&single_raw, &blocks[0]),
+            single_raw
+        );
+    }
 
     fn read_all(lines: &[Value], subagent_file: bool) -> (Vec<Draft>, AdapterOutput) {
         let tools = SelfTools::new(&["moraine".into()]);

@@ -30,7 +30,7 @@ pub struct BuildSettings {
 /// Everything known about a session so far.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionState {
-    /// Events emitted so far; the next event's sequence number.
+    /// Events emitted so far (the next event's sequence number derives from it).
     pub events: u64,
     pub last_ts: i64,
     pub started_at: i64,
@@ -135,10 +135,18 @@ impl SessionBuilder {
             turn.tools_called.push(draft.tool_name.clone());
         }
         let (summary, summary_truncated) = event_summary(&draft, self.settings.preview_chars);
+        // The preview of the event's text: the summary already is one, except for tool calls.
+        let text_preview = || {
+            if draft.event_type == EventType::ToolCall {
+                preview(&draft.text, self.settings.preview_chars)
+            } else {
+                (summary.clone(), summary_truncated)
+            }
+        };
         if starts_turn && !turn.has_user_input {
             turn.has_user_input = true;
             turn.user_event = key;
-            let (text, cut) = preview(&draft.text, self.settings.preview_chars);
+            let (text, cut) = text_preview();
             turn.user_preview = text;
             turn.user_truncated = cut;
             if !state.title_from_harness && state.title.is_empty() {
@@ -148,7 +156,7 @@ impl SessionBuilder {
         if !draft.sidechain {
             turn.last_event = Some((key, draft.event_type));
             if draft.event_type == EventType::AssistantResponse && !draft.commentary {
-                let (text, cut) = preview(&draft.text, self.settings.preview_chars);
+                let (text, cut) = text_preview();
                 turn.last_answer = Some((key, text, cut));
             }
             if let Some(ending) = draft.ending
