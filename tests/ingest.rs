@@ -26,6 +26,14 @@ fn fixture_files() -> Vec<LogFile> {
     files
 }
 
+/// The fixture whose path contains `part`.
+fn fixture<'a>(files: &'a [LogFile], part: &str) -> &'a LogFile {
+    files
+        .iter()
+        .find(|f| f.path.to_string_lossy().contains(part))
+        .unwrap_or_else(|| panic!("no fixture matching {part}"))
+}
+
 /// What one file normalises to, without a database.
 struct Normalised {
     events: Vec<EventRow>,
@@ -249,14 +257,7 @@ fn normalisation_agrees_with_the_readme_ground_truth() {
 #[test]
 fn turn_facts_in_both_harnesses() {
     let files = fixture_files();
-    let find = |part: &str| {
-        normalise(
-            files
-                .iter()
-                .find(|f| f.path.to_string_lossy().contains(part))
-                .unwrap(),
-        )
-    };
+    let find = |part: &str| normalise(fixture(&files, part));
     // Codex: completed, interrupted (completed with no final answer) and unfinished turns.
     let codex = find("1e75913d");
     let states: Vec<(bool, bool)> = codex
@@ -321,12 +322,7 @@ fn turn_facts_in_both_harnesses() {
 fn secrets_are_redacted_from_text_and_payloads() {
     let files = fixture_files();
     for part in ["b130a138", "4a3980dc"] {
-        let n = normalise(
-            files
-                .iter()
-                .find(|f| f.path.to_string_lossy().contains(part))
-                .unwrap(),
-        );
+        let n = normalise(fixture(&files, part));
         assert!(n.redactions >= 3, "{part}: {}", n.redactions);
         for event in &n.events {
             for field in [&event.text, &event.raw, &event.arguments, &event.summary] {
@@ -431,13 +427,13 @@ fn assert_statistics_exact(s: &Snapshot) {
     );
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    for entry in glob::glob(&format!("{}/**/*.jsonl", from.display())).unwrap() {
-        let source = entry.unwrap();
-        let target = to.join(source.strip_prefix(from).unwrap());
-        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
-        std::fs::copy(&source, &target).unwrap();
-    }
+/// The length of the lines in the first half of `bytes`.
+fn half_at_line(bytes: &[u8]) -> usize {
+    bytes[..bytes.len() / 2]
+        .iter()
+        .rposition(|b| *b == b'\n')
+        .unwrap()
+        + 1
 }
 
 fn scratch(name: &str) -> PathBuf {
@@ -464,7 +460,7 @@ async fn ingesting_twice_and_on_another_machine_gives_the_same_ids_and_counts() 
 
     // "Another machine": the same files at another path, into another database.
     let elsewhere = scratch("elsewhere");
-    copy_dir(&common::fixtures(), &elsewhere);
+    write_prefixes(&elsewhere, <[u8]>::len);
     let (config2, db2) = common::fresh_db().await;
     common::ingest_paths(&config2, &db2, &elsewhere).await;
     assert_eq!(snapshot(&db2).await, once);
@@ -548,12 +544,7 @@ async fn a_truncated_and_rewritten_file_is_read_again() {
 
     // Truncated to less than was read: read again too.
     let bytes = std::fs::read(&target).unwrap();
-    let half = bytes
-        .iter()
-        .take(bytes.len() / 2)
-        .rposition(|b| *b == b'\n')
-        .unwrap()
-        + 1;
+    let half = half_at_line(&bytes);
     std::fs::write(&target, &bytes[..half]).unwrap();
     let summary = common::ingest_paths(&config, &db, &target).await;
     assert_eq!(summary.counters.files_reread, 1);
@@ -565,19 +556,12 @@ async fn a_truncated_and_rewritten_file_is_read_again() {
 
 #[tokio::test]
 async fn rows_of_a_run_that_stopped_before_its_checkpoint_are_replaced() {
-    let file = fixture_files()
-        .into_iter()
-        .find(|f| f.path.to_string_lossy().contains("23435693"))
-        .unwrap();
+    let files = fixture_files();
+    let file = fixture(&files, "23435693");
     let dir = scratch("orphans");
     let target = dir.join(file.path.file_name().unwrap());
     let bytes = std::fs::read(&file.path).unwrap();
-    let half = bytes
-        .iter()
-        .take(bytes.len() / 2)
-        .rposition(|b| *b == b'\n')
-        .unwrap()
-        + 1;
+    let half = half_at_line(&bytes);
 
     // The checkpoint a run would have written after the first half.
     std::fs::write(&target, &bytes[..half]).unwrap();

@@ -500,10 +500,10 @@ async fn this_services_own_tool_traffic_is_not_searched_by_default() {
         );
     }
     // With the switch on, the same traffic is found.
-    let (mut config, db) = common::fresh_db().await;
+    // A second server over the same fixture data; the switch is read at query time.
+    let mut config = shared_fixture_server().config.clone();
     config.tools.include_self_events = true;
-    common::ingest_paths(&config, &db, &common::fixtures()).await;
-    let server = TestServer::start(config, db).await;
+    let server = TestServer::start(config, common::shared_db()).await;
     let mut c = Mcp::legacy(&server.mcp_url, None).await;
     let e = c.ok("search_sessions", json!({"query": "mcp moraine search_sessions", "event_types": ["tool_call"], "n_hits": 50})).await;
     let mut found = false;
@@ -650,13 +650,12 @@ async fn list_range_and_cursor_pages_deterministically() {
             let e = c
                 .ok("list_sessions", json!({"start_datetime": WINDOW.0, "end_datetime": WINDOW.1, "limit": 5, "cursor": cursor, "sort": sort}))
                 .await;
-            for (i, item) in e["data"]["sessions"].as_array().unwrap().iter().enumerate() {
+            for item in e["data"]["sessions"].as_array().unwrap() {
                 assert_eq!(
                     item["rank"].as_u64().unwrap() as usize,
                     seen.len() + 1,
                     "ranks continue across pages"
                 );
-                let _ = i;
                 seen.push(item["id"].clone());
             }
             pages += 1;
@@ -933,8 +932,7 @@ async fn open_a_session_gives_metadata_and_every_turn() {
 #[tokio::test]
 async fn open_a_turn_gives_its_events_and_traversal() {
     let mut c = client().await;
-    let session = c.ok("open", json!({"id": codex_basic()})).await;
-    let turn_id = session["data"]["turns"][1]["id"].clone();
+    let turn_id = second_turn_of(&mut c, &codex_basic()).await;
     let e = c.ok("open", json!({"id": turn_id})).await;
     let data = &e["data"];
     assert_eq!(data["kind"], "turn");
@@ -1154,8 +1152,7 @@ async fn traversal_event_to_parent_turn_and_session() {
 #[tokio::test]
 async fn traversal_event_to_adjacent_events() {
     let mut c = client().await;
-    let turn_id =
-        c.ok("open", json!({"id": codex_basic()})).await["data"]["turns"][1]["id"].clone();
+    let turn_id = second_turn_of(&mut c, &codex_basic()).await;
     let turn = c.ok("open", json!({"id": turn_id})).await;
     let ids: Vec<Value> = turn["data"]["events"]
         .as_array()
