@@ -20,50 +20,28 @@ impl Telemetry {
     pub fn init(config: &TelemetryConfig) -> anyhow::Result<Self> {
         let filter =
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&config.log_level));
+        let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
         let fmt = if config.log_format == "json" {
-            tracing_subscriber::fmt::layer()
-                .json()
-                .with_writer(std::io::stderr)
-                .boxed()
+            fmt.json().boxed()
         } else {
-            tracing_subscriber::fmt::layer()
-                .with_writer(std::io::stderr)
-                .boxed()
+            fmt.boxed()
         };
-        if config.otlp_endpoint.is_empty() {
-            tracing_subscriber::registry()
-                .with(filter)
-                .with(fmt)
-                .try_init()?;
-            return Ok(Self { provider: None });
-        }
-        let exporter = opentelemetry_otlp::SpanExporter::builder()
-            .with_tonic()
-            .with_endpoint(&config.otlp_endpoint)
-            .with_timeout(Duration::from_secs(5))
-            .build()?;
-        let resource = opentelemetry_sdk::Resource::builder()
-            .with_service_name(config.service_name.clone())
-            .with_attribute(opentelemetry::KeyValue::new(
-                "service.version",
-                env!("CARGO_PKG_VERSION"),
-            ))
-            .build();
-        let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder()
-            .with_batch_exporter(exporter)
-            .with_resource(resource)
-            .build();
-        let tracer = provider.tracer(config.service_name.clone());
-        opentelemetry::global::set_tracer_provider(provider.clone());
-        let otel = tracing_opentelemetry::layer().with_tracer(tracer);
+        let provider = if config.otlp_endpoint.is_empty() {
+            None
+        } else {
+            Some(tracer_provider(config)?)
+        };
+        // The global provider is set before the subscriber starts using it.
+        let otel = provider.as_ref().map(|provider| {
+            opentelemetry::global::set_tracer_provider(provider.clone());
+            tracing_opentelemetry::layer().with_tracer(provider.tracer(config.service_name.clone()))
+        });
         tracing_subscriber::registry()
             .with(filter)
             .with(fmt)
             .with(otel)
             .try_init()?;
-        Ok(Self {
-            provider: Some(provider),
-        })
+        Ok(Self { provider })
     }
 
     /// Flushes and stops trace export.
@@ -75,4 +53,26 @@ impl Telemetry {
             .await;
         }
     }
+}
+
+/// Batched OTLP/gRPC span export to the configured endpoint.
+fn tracer_provider(
+    config: &TelemetryConfig,
+) -> anyhow::Result<opentelemetry_sdk::trace::SdkTracerProvider> {
+    let exporter = opentelemetry_otlp::SpanExporter::builder()
+        .with_tonic()
+        .with_endpoint(&config.otlp_endpoint)
+        .with_timeout(Duration::from_secs(5))
+        .build()?;
+    let resource = opentelemetry_sdk::Resource::builder()
+        .with_service_name(config.service_name.clone())
+        .with_attribute(opentelemetry::KeyValue::new(
+            "service.version",
+            env!("CARGO_PKG_VERSION"),
+        ))
+        .build();
+    Ok(opentelemetry_sdk::trace::SdkTracerProvider::builder()
+        .with_batch_exporter(exporter)
+        .with_resource(resource)
+        .build())
 }
