@@ -1,8 +1,9 @@
 //! What the harness adapters share: their output and the tool-call-id → tool-name memory.
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
-use super::draft::Draft;
+use super::draft::{Draft, SelfTools, is_web_search};
 
 /// What one record contributed.
 #[derive(Debug, Default)]
@@ -35,6 +36,32 @@ impl ToolNames {
         }
         self.calls
             .push((call_id.to_owned(), name.to_owned(), is_self));
+    }
+
+    /// Makes `draft` the call `call_id` of tool `name` with `arguments`, and remembers it.
+    pub fn record_call(
+        &mut self,
+        draft: &mut Draft,
+        name: String,
+        call_id: String,
+        arguments: &Value,
+        self_tools: &SelfTools,
+    ) {
+        draft.self_tool = self_tools.matches(&name);
+        draft.web_search = is_web_search(&name);
+        draft.arguments = arguments.to_string();
+        self.remember(&call_id, &name, draft.self_tool);
+        draft.tool_call_id = call_id;
+        draft.tool_name = name;
+    }
+
+    /// Makes `draft` the result of call `call_id`, named after the call when it is remembered.
+    pub fn name_result(&self, draft: &mut Draft, call_id: String) {
+        if let Some((name, is_self)) = self.lookup(&call_id) {
+            draft.tool_name = name;
+            draft.self_tool = is_self;
+        }
+        draft.tool_call_id = call_id;
     }
 
     /// The tool name and self-tool flag of a call.

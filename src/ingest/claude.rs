@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::adapter::{AdapterOutput, ToolNames};
 use super::draft::{
-    Draft, Ending, SelfTools, content_text, exit_code_in_text, is_web_search, parse_ts, render_call,
+    Draft, Ending, SelfTools, content_text, exit_code_in_text, parse_ts, render_call,
 };
 use crate::vocab::EventType;
 
@@ -147,10 +147,7 @@ impl Claude<'_> {
                         .get("is_error")
                         .and_then(Value::as_bool)
                         .unwrap_or(false);
-                    if let Some((name, is_self)) = self.state.tools.lookup(&call_id) {
-                        draft.tool_name = name;
-                        draft.self_tool = is_self;
-                    }
+                    self.state.tools.name_result(&mut draft, call_id);
                     // Only shell tools' results carry a process exit status.
                     if matches!(
                         draft.tool_name.as_str(),
@@ -162,7 +159,6 @@ impl Claude<'_> {
                             Some(0)
                         });
                     }
-                    draft.tool_call_id = call_id;
                     drafts.push(draft);
                 }
                 "text" => {
@@ -265,12 +261,9 @@ impl Claude<'_> {
                         .to_owned();
                     let mut draft =
                         Draft::new(EventType::ToolCall, ts, render_call(&name, input), raw);
-                    draft.self_tool = self.self_tools.matches(&name);
-                    draft.web_search = is_web_search(&name);
-                    draft.arguments = input.to_string();
-                    self.state.tools.remember(&call_id, &name, draft.self_tool);
-                    draft.tool_call_id = call_id;
-                    draft.tool_name = name;
+                    self.state
+                        .tools
+                        .record_call(&mut draft, name, call_id, input, self.self_tools);
                     draft
                 }
                 "web_search_tool_result" | "mcp_tool_result" | "web_fetch_tool_result" => {
@@ -281,11 +274,7 @@ impl Claude<'_> {
                         .to_owned();
                     let text = search_result_text(block.get("content").unwrap_or(&Value::Null));
                     let mut draft = Draft::new(EventType::ToolResponse, ts, text, raw);
-                    if let Some((name, is_self)) = self.state.tools.lookup(&call_id) {
-                        draft.tool_name = name;
-                        draft.self_tool = is_self;
-                    }
-                    draft.tool_call_id = call_id;
+                    self.state.tools.name_result(&mut draft, call_id);
                     draft
                 }
                 _ => Draft::new(EventType::Unknown, ts, String::new(), raw),

@@ -13,8 +13,8 @@ use serde_json::{Value, json};
 
 use super::adapter::{AdapterOutput, ToolNames};
 use super::draft::{
-    Draft, Ending, SelfTools, content_text, exit_code_in_text, is_web_search, parse_arguments,
-    parse_ts, render_call,
+    Draft, Ending, SelfTools, content_text, exit_code_in_text, parse_arguments, parse_ts,
+    render_call,
 };
 use crate::vocab::EventType;
 
@@ -205,7 +205,6 @@ impl Codex<'_> {
                 let arguments = match kind {
                     "function_call" => parse_arguments(str_of(item, "arguments")),
                     "custom_tool_call" => json!({ "input": str_of(item, "input") }),
-                    "local_shell_call" => item.get("action").cloned().unwrap_or(Value::Null),
                     _ => item.get("action").cloned().unwrap_or(Value::Null),
                 };
                 let call_id = item
@@ -219,25 +218,22 @@ impl Codex<'_> {
                     _ => render_call(&name, &arguments),
                 };
                 let mut draft = Draft::new(EventType::ToolCall, ts, text, raw.to_owned());
-                draft.self_tool = self.self_tools.matches(&name);
-                draft.web_search = is_web_search(&name);
-                draft.arguments = arguments.to_string();
-                draft.tool_call_id = call_id.clone();
-                draft.tool_name = name.clone();
-                self.state.tools.remember(&call_id, &name, draft.self_tool);
+                self.state.tools.record_call(
+                    &mut draft,
+                    name,
+                    call_id,
+                    &arguments,
+                    self.self_tools,
+                );
                 out.drafts.push(draft);
             }
             "function_call_output" | "custom_tool_call_output" | "local_shell_call_output" => {
                 let call_id = str_of(item, "call_id").to_owned();
                 let (text, exit_code) = tool_output(item.get("output").unwrap_or(&Value::Null));
                 let mut draft = Draft::new(EventType::ToolResponse, ts, text, raw.to_owned());
-                if let Some((name, is_self)) = self.state.tools.lookup(&call_id) {
-                    draft.tool_name = name;
-                    draft.self_tool = is_self;
-                }
+                self.state.tools.name_result(&mut draft, call_id);
                 draft.is_error = exit_code.is_some_and(|c| c != 0);
                 draft.exit_code = exit_code;
-                draft.tool_call_id = call_id;
                 out.drafts.push(draft);
             }
             _ => out.drafts.push(Draft::new(
