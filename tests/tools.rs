@@ -424,6 +424,38 @@ async fn search_ranking_scores_and_snippets_follow_the_spec() {
 }
 
 #[tokio::test]
+async fn a_single_term_ranks_exactly_as_when_summed_with_a_term_that_matches_nothing() {
+    // One-term queries skip the per-document aggregation; a second term with no postings takes
+    // the summing path and must give the same hits, order and scores.
+    let mut c = client().await;
+    let ranked = |e: &Value| -> Vec<(String, f64, bool)> {
+        hits(e)
+            .iter()
+            .map(|h| {
+                (
+                    h["id"].as_str().unwrap().to_owned(),
+                    h["score"].as_f64().unwrap(),
+                    h["event"]["terminal"].as_bool().unwrap(),
+                )
+            })
+            .collect()
+    };
+    for (query, within) in [("test", None), ("failed", None), ("error", Some(1))] {
+        let mut args = json!({"query": query, "n_hits": 50});
+        if within.is_some() {
+            let all = c.ok("search_sessions", json!({"query": query})).await;
+            args["within_id"] = hits(&all)[0]["session"]["id"].clone();
+        }
+        let one = c.ok("search_sessions", args.clone()).await;
+        args["query"] = json!(format!("{query} zqxjvwkpfh"));
+        let two = c.ok("search_sessions", args).await;
+        assert!(!hits(&one).is_empty(), "{query} finds something");
+        assert_eq!(ranked(&one), ranked(&two), "{query}");
+        assert_eq!(one["data"]["truncated"], two["data"]["truncated"]);
+    }
+}
+
+#[tokio::test]
 async fn accented_and_cjk_text_is_findable() {
     let mut c = client().await;
     for (query, needle) in [

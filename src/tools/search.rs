@@ -148,18 +148,48 @@ struct Detail {
 
 /// Scores documents with BM25; the statistics arrive as parameters. `{scope}` is one of the
 /// fixed fragments below. Ties break by event time (the high bits of `doc`), then event ID.
+/// `{turn}`, `{score}` and `{group}` come from [`ScoreShape`].
 const SCORE_SQL: &str = "
-SELECT
-    sess,
-    doc,
-    any(turn) AS turn_ordinal,
-    sum(transform(term, {terms:Array(UInt64)}, {idfs:Array(Float64)}, 0.) * tf * ({k1:Float64} + 1)
-        / (tf + {k1:Float64} * (1 - {b:Float64} + {b:Float64} * doc_len / {avgdl:Float64}))) AS score
+SELECT sess, doc, {turn} AS turn_ordinal, {score} AS score
 FROM postings
 WHERE term IN {terms:Array(UInt64)} AND kind IN {kinds:Array(UInt8)} {scope}
-GROUP BY sess, doc
+{group}
 ORDER BY score DESC, bitShiftRight(doc, 20) DESC, sess ASC, doc ASC
 LIMIT {limit:UInt32}";
+
+/// One posting's BM25 contribution.
+const CONTRIBUTION: &str =
+    "transform(term, {terms:Array(UInt64)}, {idfs:Array(Float64)}, 0.) * tf * ({k1:Float64} + 1)
+        / (tf + {k1:Float64} * (1 - {b:Float64} + {b:Float64} * doc_len / {avgdl:Float64}))";
+
+/// How postings become document scores.
+#[derive(Clone, Copy)]
+enum ScoreShape {
+    /// Several terms: a document's postings are summed.
+    Summed,
+    /// One term: a document has exactly one posting (postings are unique per term and event),
+    /// so it is its own score and the hash aggregation, more than half the work, is skipped.
+    /// `sum` of one value is that value, so scores are bit-for-bit those of [`Self::Summed`].
+    Single,
+}
+
+impl ScoreShape {
+    fn sql(self, scope: &str) -> String {
+        let (turn, score, group) = match self {
+            Self::Summed => (
+                "any(turn)",
+                format!("sum({CONTRIBUTION})"),
+                "GROUP BY sess, doc",
+            ),
+            Self::Single => ("turn", CONTRIBUTION.to_owned(), ""),
+        };
+        SCORE_SQL
+            .replace("{scope}", scope)
+            .replace("{turn}", turn)
+            .replace("{score}", &score)
+            .replace("{group}", group)
+    }
+}
 
 const SCOPE_SESSION: &str = "AND sess = {s:UInt64}";
 const SCOPE_TURN: &str = "AND sess = {s:UInt64} AND turn = {t:UInt32}";
@@ -326,7 +356,12 @@ pub async fn run(
         .for_terms(&ctx.db, &hashes, deadline)
         .await
         .map_err(db_error)?;
-    let sql = SCORE_SQL.replace("{scope}", &scope_sql);
+    let shape = if hashes.len() == 1 {
+        ScoreShape::Single
+    } else {
+        ScoreShape::Summed
+    };
+    let sql = shape.sql(&scope_sql);
     let scored: Vec<Scored> = ctx
         .db
         .read("search_score", &sql)
