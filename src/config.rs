@@ -807,27 +807,21 @@ mod tests {
         assert!(err.to_string().contains("MAX_CONCURRENT_QUERIES"), "{err}");
     }
 
+    /// Asserts that validation fails with an error naming `key`.
+    fn assert_rejected_naming(config: &Config, key: &str) {
+        let err = config.validate().unwrap_err().to_string();
+        assert!(err.contains(key), "{err}");
+    }
+
     #[test]
     fn test_validation_names_the_key() {
         let mut config = Config::default();
         config.bm25.b = 2.0;
-        assert!(
-            config
-                .validate()
-                .unwrap_err()
-                .to_string()
-                .contains("bm25.b")
-        );
+        assert_rejected_naming(&config, "bm25.b");
 
         let mut config = Config::default();
         config.server.listen = "0.0.0.0:8080".into();
-        assert!(
-            config
-                .validate()
-                .unwrap_err()
-                .to_string()
-                .contains("server.listen")
-        );
+        assert_rejected_naming(&config, "server.listen");
         config.server.allow_unauthenticated = true;
         config.validate().unwrap();
 
@@ -836,33 +830,15 @@ mod tests {
             name: "short".into(),
             token: "abc".into(),
         });
-        assert!(
-            config
-                .validate()
-                .unwrap_err()
-                .to_string()
-                .contains("auth.tokens")
-        );
+        assert_rejected_naming(&config, "auth.tokens");
 
         let mut config = Config::default();
         config.server.request_timeout_secs = 5;
-        assert!(
-            config
-                .validate()
-                .unwrap_err()
-                .to_string()
-                .contains("tools.search_deadline_ms")
-        );
+        assert_rejected_naming(&config, "tools.search_deadline_ms");
 
         let mut config = Config::default();
         config.ingest.sources[0].harness = "vim".into();
-        assert!(
-            config
-                .validate()
-                .unwrap_err()
-                .to_string()
-                .contains("ingest.sources")
-        );
+        assert_rejected_naming(&config, "ingest.sources");
     }
 
     #[test]
