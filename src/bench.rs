@@ -7,6 +7,7 @@ pub mod corpus;
 pub mod load;
 pub mod seed;
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -19,16 +20,15 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::config::Config;
+use crate::config::{Compression, Config};
 use crate::db::Db;
 use crate::embedded::{Engine, Environment};
 use crate::ids;
 use crate::ingest::{self, files};
 use crate::metrics::Metrics;
 use crate::tokenize::query_terms;
-use crate::tools::Tools;
-use crate::tools::querylog::QueryLog;
-use crate::{migrate, server};
+use crate::vocab::Harness;
+use crate::{app, migrate};
 use load::{McpClient, Measured, Percentiles};
 
 #[derive(Debug, clap::Args)]
@@ -253,12 +253,14 @@ async fn run_size(
     let generated =
         tokio::task::spawn_blocking(move || corpus::generate(&spec, &corpus_dir)).await??;
 
-    let mut config = base.clone();
-    config.clickhouse.url = url.to_owned();
-    config.clickhouse.database = format!("bench_{label}");
-    config.clickhouse.query_timeout_ms = 600_000;
-    config.clickhouse.compression = "none".into();
-    config.server.listen = "127.0.0.1:0".into();
+    let mut settings = base.settings();
+    settings.clickhouse.url = url.to_owned();
+    settings.clickhouse.database = format!("bench_{label}");
+    settings.clickhouse.query_timeout_ms = 600_000;
+    settings.clickhouse.compression = Compression::None;
+    settings.server.listen = SocketAddr::from(([127, 0, 0, 1], 0));
+    settings.server.shutdown_grace_secs = 5;
+    let config = settings.validate()?;
     let db = Db::new(&config.clickhouse, Metrics::new(&config.sla));
     db.wait_until_ready(Duration::from_secs(60)).await?;
     drop_database(&config.clickhouse).await?;
@@ -306,19 +308,10 @@ async fn run_size(
 
     // The service, in this process, over real HTTP.
     let config = Arc::new(config);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let addr = listener.local_addr()?;
+    let listener = tokio::net::TcpListener::bind(config.server.listen).await?;
     let shutdown = CancellationToken::new();
-    let (log, log_task) = QueryLog::start(db.clone(), config.tools.query_log);
-    let tools = Arc::new(Tools::new(db.clone(), config.clone(), log));
-    let app = server::router(&config, db.clone(), tools, addr, &shutdown);
-    let serving = tokio::spawn(server::serve(
-        listener,
-        app,
-        shutdown.clone(),
-        Duration::from_secs(5),
-    ));
-    let client = McpClient::new(format!("http://{addr}{}", config.server.mcp_path));
+    let service = app::spawn(config.clone(), db.clone(), listener, shutdown.clone())?;
+    let client = McpClient::new(service.mcp_url());
 
     let inputs: [(&Row, &Vec<Value>); 10] = [
         (&ROWS[0], &workload.global),
@@ -368,16 +361,13 @@ async fn run_size(
         .run("search_sessions", Arc::new(mixed), args.clients, 0)
         .await;
     shutdown.cancel();
-    let _ = serving.await;
-    if let Some(task) = log_task {
-        let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
-    }
+    let _ = service.wait().await;
 
     let (seed_seconds, seeds) = if args.no_baseline {
         (None, vec![None; ROWS.len()])
     } else {
         eprintln!("bench {label}: loading the seed design");
-        let mut seed_config = (*config).clone();
+        let mut seed_config = config.settings();
         seed_config.clickhouse.database = format!("bench_{label}_seed");
         let seed_db = Db::new(&seed_config.clickhouse, Metrics::new(&seed_config.sla));
         drop_database(&seed_config.clickhouse).await?;
@@ -535,7 +525,7 @@ struct SampleTurn {
 
 /// Picks `count` terms from a text (1–6 by default), as a user would remember them.
 fn terms_from(text: &str, rng: &mut Pcg64Mcg, min: usize, max: usize) -> String {
-    let terms = query_terms(&text[..crate::ingest::draft::floor_char_boundary(text, 4000)]);
+    let terms = query_terms(&text[..crate::text::floor_char_boundary(text, 4000)]);
     if terms.is_empty() {
         return "error".into();
     }
@@ -635,12 +625,7 @@ impl Workload {
             .await?
             .context("no sessions")?;
 
-        let landmark = |(harness, native): &(String, String)| {
-            files::session_key(
-                files::Harness::parse(harness).expect("known harness"),
-                native,
-            )
-        };
+        let landmark = |(harness, native): &(Harness, String)| files::session_key(*harness, native);
         let (s100, s1000) = (
             landmark(&corpus.hundred_turns),
             landmark(&corpus.thousand_turns),
@@ -652,7 +637,7 @@ impl Workload {
                 (start, start + week)
             })
             .collect();
-        let iso = crate::tools::format_ts;
+        let iso = crate::text::format_ts;
         let mut seed = SeedInputs {
             global: global_queries.clone(),
             list_typical: windows.clone(),

@@ -9,19 +9,15 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use clap::{Parser, Subcommand};
-use rmcp::ServiceExt as _;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{Config, expand_home};
+use crate::config::{Config, LogFormat, Settings};
 use crate::db::Db;
-use crate::embedded::{Engine, Environment};
 use crate::ingest::{self, files};
-use crate::mcp::McpServer;
 use crate::metrics::Metrics;
 use crate::telemetry::Telemetry;
-use crate::tools::Tools;
-use crate::tools::querylog::QueryLog;
-use crate::{demo, migrate, server};
+use crate::vocab::Harness;
+use crate::{app, migrate, up};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -35,16 +31,16 @@ pub struct Cli {
     config: Option<PathBuf>,
     /// Address to listen on (server.listen).
     #[arg(long, global = true)]
-    listen: Option<String>,
+    listen: Option<SocketAddr>,
     /// ClickHouse HTTP URL (clickhouse.url).
     #[arg(long, global = true)]
     clickhouse_url: Option<String>,
     /// ClickHouse database (clickhouse.database).
     #[arg(long, global = true)]
     database: Option<String>,
-    /// Log format: text or json (telemetry.log_format).
-    #[arg(long, global = true)]
-    log_format: Option<String>,
+    /// Log format (telemetry.log_format).
+    #[arg(long, global = true, value_enum)]
+    log_format: Option<LogFormat>,
     #[command(subcommand)]
     command: Command,
 }
@@ -87,9 +83,9 @@ enum Command {
     Ingest {
         /// Log files or directories; none means the configured sources (~/.codex, ~/.claude).
         paths: Vec<PathBuf>,
-        /// The harness that wrote the given files: codex or claude-code (default: detect).
-        #[arg(long)]
-        harness: Option<String>,
+        /// The harness that wrote the given files (default: detect).
+        #[arg(long, value_enum)]
+        harness: Option<Harness>,
         /// Source name recorded for the given files (default: codex or claude).
         #[arg(long)]
         source: Option<String>,
@@ -141,18 +137,18 @@ pub fn main() -> ExitCode {
 
 fn load_config(cli: &Cli) -> anyhow::Result<Config> {
     let env: HashMap<String, String> = std::env::vars().collect();
-    let mut config = Config::load_unvalidated(cli.config.as_deref(), &env)?;
-    if let Some(listen) = &cli.listen {
-        config.server.listen = listen.clone();
+    let mut settings = Settings::load(cli.config.as_deref(), &env)?;
+    if let Some(listen) = cli.listen {
+        settings.server.listen = listen;
     }
     if let Some(url) = &cli.clickhouse_url {
-        config.clickhouse.url = url.clone();
+        settings.clickhouse.url = url.clone();
     }
     if let Some(database) = &cli.database {
-        config.clickhouse.database = database.clone();
+        settings.clickhouse.database = database.clone();
     }
-    if let Some(format) = &cli.log_format {
-        config.telemetry.log_format = format.clone();
+    if let Some(format) = cli.log_format {
+        settings.telemetry.log_format = format;
     }
     if let Command::Up {
         data_dir,
@@ -161,14 +157,13 @@ fn load_config(cli: &Cli) -> anyhow::Result<Config> {
     } = &cli.command
     {
         if let Some(dir) = data_dir {
-            config.embedded.data_dir = dir.to_string_lossy().into_owned();
+            settings.embedded.data_dir = dir.to_string_lossy().into_owned();
         }
         if let Some(port) = engine_port {
-            config.embedded.port = *port;
+            settings.embedded.port = *port;
         }
     }
-    config.validate()?;
-    Ok(config)
+    Ok(settings.validate()?)
 }
 
 async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
@@ -181,7 +176,7 @@ async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Migrate => {
-            let db = connected(&config).await?;
+            let db = app::connect(&config).await?;
             let report = migrate::migrate(&config.clickhouse, &db).await?;
             println!(
                 "schema version {}: applied {:?}, already applied {:?}",
@@ -191,7 +186,7 @@ async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
             );
             Ok(ExitCode::SUCCESS)
         }
-        Command::Up { no_ingest, .. } => up(config, no_ingest).await,
+        Command::Up { no_ingest, .. } => up::run(config, no_ingest).await,
         Command::Healthcheck { url } => healthcheck(&config, url).await,
         Command::Bench(args) => crate::bench::run(args, config).await,
         Command::Ingest {
@@ -200,13 +195,7 @@ async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
             source,
             no_progress,
         } => {
-            let harness = match harness.as_deref() {
-                None => None,
-                Some(name) => Some(files::Harness::parse(name).with_context(|| {
-                    format!("unknown harness {name:?}: use codex or claude-code")
-                })?),
-            };
-            let db = connected(&config).await?;
+            let db = app::connect(&config).await?;
             migrate::migrate(&config.clickhouse, &db).await?;
             let (logs, problems) = if paths.is_empty() {
                 files::from_sources(&config.ingest.sources)
@@ -238,7 +227,7 @@ async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
 /// GETs the health endpoint; healthy only on 200.
 async fn healthcheck(config: &Config, url: Option<String>) -> anyhow::Result<ExitCode> {
     let url = url.unwrap_or_else(|| {
-        let addr = config.server.listen_addr();
+        let addr = config.server.listen;
         let ip = if addr.ip().is_unspecified() {
             Ipv4Addr::LOCALHOST.into()
         } else {
@@ -265,15 +254,6 @@ async fn healthcheck(config: &Config, url: Option<String>) -> anyhow::Result<Exi
     })
 }
 
-/// A database handle once ClickHouse answers.
-async fn connected(config: &Config) -> anyhow::Result<Db> {
-    let db = Db::new(&config.clickhouse, Metrics::new(&config.sla));
-    db.wait_until_ready(Duration::from_secs(config.clickhouse.startup_wait_secs))
-        .await
-        .with_context(|| format!("clickhouse at {} is unreachable", config.clickhouse.url))?;
-    Ok(db)
-}
-
 async fn serve(config: Arc<Config>, stdio: bool, require_clickhouse: bool) -> anyhow::Result<()> {
     let db = Db::new(&config.clickhouse, Metrics::new(&config.sla));
     match db
@@ -289,150 +269,9 @@ async fn serve(config: Arc<Config>, stdio: bool, require_clickhouse: bool) -> an
             tracing::warn!(error = %e, "clickhouse is unreachable; serving anyway, /healthz reports it")
         }
     }
-    run_server(config, db, stdio, CancellationToken::new()).await
-}
-
-/// Serves MCP until a signal (HTTP) or the end of input (stdio), then flushes the search log.
-async fn run_server(
-    config: Arc<Config>,
-    db: Db,
-    stdio: bool,
-    shutdown: CancellationToken,
-) -> anyhow::Result<()> {
-    let (query_log, log_task) = QueryLog::start(db.clone(), config.tools.query_log);
-    let tools = Arc::new(Tools::new(db.clone(), config.clone(), query_log));
     if stdio {
-        let running = McpServer::new(tools)
-            .serve(rmcp::transport::stdio())
-            .await?;
-        running.waiting().await?;
+        app::serve_stdio(config, db).await
     } else {
-        let addr = config.server.listen_addr();
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await
-            .with_context(|| format!("cannot listen on {addr}"))?;
-        let bound = listener.local_addr()?;
-        let app = server::router(&config, db, tools, bound, &shutdown);
-        server::cancel_on_signal(shutdown.clone());
-        tracing::info!(address = %bound, path = %config.server.mcp_path, "serving MCP over HTTP");
-        eprintln!(
-            "moraine-mcp is serving MCP at http://{bound}{} (health: http://{bound}/healthz)",
-            config.server.mcp_path
-        );
-        server::serve(
-            listener,
-            app,
-            shutdown,
-            Duration::from_secs(config.server.shutdown_grace_secs),
-        )
-        .await?;
+        app::run(config, db, CancellationToken::new()).await
     }
-    if let Some(task) = log_task {
-        let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
-    }
-    Ok(())
-}
-
-/// Embedded engine, migrations, local logs (or the demo), then the server.
-async fn up(mut config: Config, no_ingest: bool) -> anyhow::Result<ExitCode> {
-    let data_dir = config.embedded.data_dir_path();
-    let python = config.embedded.python.clone();
-    let engine_dir = data_dir.join("engine");
-    let environment =
-        tokio::task::spawn_blocking(move || Environment::ensure(&engine_dir, &python)).await??;
-    let (db_dir, log_path, port) = (
-        data_dir.join("db"),
-        data_dir.join("engine.log"),
-        config.embedded.port,
-    );
-    let mut engine =
-        tokio::task::spawn_blocking(move || Engine::start(&environment, &db_dir, port, &log_path))
-            .await??;
-    eprintln!(
-        "embedded ClickHouse is running on {} (data in {})",
-        engine.url(),
-        data_dir.display()
-    );
-    config.clickhouse.url = engine.url();
-    // Loopback: compressing costs more CPU than it saves.
-    config.clickhouse.compression = "none".into();
-    let config = Arc::new(config);
-    let result = async {
-        let db = connected(&config).await?;
-        migrate::migrate(&config.clickhouse, &db).await?;
-        let shutdown = CancellationToken::new();
-        if !no_ingest {
-            ingest_local(&config, &db, &data_dir, true).await?;
-            let interval = config.ingest.interval_secs;
-            if interval > 0 {
-                let (config, db, data_dir, stop) = (
-                    config.clone(),
-                    db.clone(),
-                    data_dir.clone(),
-                    shutdown.clone(),
-                );
-                tokio::spawn(async move {
-                    loop {
-                        tokio::select! {
-                            _ = stop.cancelled() => return,
-                            _ = tokio::time::sleep(Duration::from_secs(interval)) => {}
-                        }
-                        if let Err(e) = ingest_local(&config, &db, &data_dir, false).await {
-                            tracing::warn!(error = %e, "periodic ingest failed; will retry");
-                        }
-                    }
-                });
-            }
-        }
-        run_server(config.clone(), db, false, shutdown).await
-    }
-    .await;
-    tokio::task::spawn_blocking(move || engine.stop()).await?;
-    result.map(|()| ExitCode::SUCCESS)
-}
-
-/// Ingests the configured sources, or the bundled demo sessions when there are none.
-async fn ingest_local(
-    config: &Config,
-    db: &Db,
-    data_dir: &std::path::Path,
-    announce: bool,
-) -> anyhow::Result<()> {
-    let (mut logs, problems) = files::from_sources(&config.ingest.sources);
-    for problem in &problems {
-        tracing::warn!(%problem, "skipping a log source");
-    }
-    if logs.is_empty() && config.embedded.demo_when_empty {
-        let demo_dir = data_dir.join("demo");
-        let (codex, claude) = demo::write_to(&demo_dir)?;
-        let (mut found, _) = files::from_paths(&[codex], Some(files::Harness::Codex), Some("demo"));
-        let (claude_found, _) =
-            files::from_paths(&[claude], Some(files::Harness::ClaudeCode), Some("demo"));
-        found.extend(claude_found);
-        if announce {
-            eprintln!(
-                "no agent logs found under {}; loading {} demo sessions (`moraine-mcp ingest <path>` adds your own)",
-                config
-                    .ingest
-                    .sources
-                    .iter()
-                    .map(|s| expand_home(&s.glob).display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                found.len()
-            );
-        }
-        logs = found;
-    }
-    if logs.is_empty() {
-        return Ok(());
-    }
-    let summary = ingest::run(config, db, logs, announce).await?;
-    if announce || summary.counters.events > 0 {
-        tracing::info!(%summary, "ingested");
-    }
-    if announce {
-        eprintln!("ingested {summary}");
-    }
-    Ok(())
 }

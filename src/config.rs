@@ -1,14 +1,18 @@
 //! Configuration: the TOML file, `MORAINE_MCP_<SECTION>__<KEY>` overrides, and validation.
 //!
-//! Loading goes file → environment → command-line flags → [`Config::validate`]. The environment
-//! arrives as a map so tests never touch the process environment. Every setting has a default,
-//! documented in `config/moraine-mcp.toml`; a test keeps that file and [`Config::default`] equal.
+//! Loading goes file → environment → command-line flags ([`Settings`], still editable) →
+//! [`Settings::validate`], which alone makes a [`Config`]: code that holds a `Config` can rely on
+//! every rule here. The environment arrives as a map so tests never touch the process
+//! environment. Every setting has a default, documented in `config/moraine-mcp.toml`; a test keeps
+//! that file and [`Settings::default`] equal.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+
+use crate::vocab::Harness;
 
 /// Prefix of environment overrides; the rest is `<SECTION>__<KEY>`.
 pub const ENV_PREFIX: &str = "MORAINE_MCP_";
@@ -38,9 +42,11 @@ impl ConfigError {
     }
 }
 
+/// The settings as read, before validation. Only [`Settings::validate`] turns them into a
+/// [`Config`].
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct Config {
+pub struct Settings {
     pub server: ServerConfig,
     pub auth: AuthConfig,
     pub clickhouse: ClickHouseConfig,
@@ -52,10 +58,30 @@ pub struct Config {
     pub ingest: IngestConfig,
 }
 
+/// A validated configuration: [`Settings`] that passed [`Settings::validate`]. Read-only; to
+/// change a setting, edit [`Config::settings`] and validate again.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config(Settings);
+
+impl std::ops::Deref for Config {
+    type Target = Settings;
+
+    fn deref(&self) -> &Settings {
+        &self.0
+    }
+}
+
+impl Config {
+    /// The settings behind this configuration, to edit and validate again.
+    pub fn settings(&self) -> Settings {
+        self.0.clone()
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ServerConfig {
-    pub listen: String,
+    pub listen: SocketAddr,
     pub mcp_path: String,
     pub allowed_hosts: Vec<String>,
     pub allowed_origins: Vec<String>,
@@ -70,7 +96,7 @@ pub struct ServerConfig {
 impl Default for ServerConfig {
     fn default() -> Self {
         Self {
-            listen: "127.0.0.1:8080".into(),
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
             mcp_path: "/mcp".into(),
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
@@ -81,15 +107,6 @@ impl Default for ServerConfig {
             shutdown_grace_secs: 10,
             allow_unauthenticated: false,
         }
-    }
-}
-
-impl ServerConfig {
-    /// The validated listen address.
-    pub fn listen_addr(&self) -> SocketAddr {
-        self.listen
-            .parse()
-            .expect("listen address is checked by Config::validate")
     }
 }
 
@@ -116,6 +133,16 @@ impl std::fmt::Debug for TokenConfig {
     }
 }
 
+/// How the ClickHouse client compresses what it sends and receives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Compression {
+    /// Over a network.
+    Lz4,
+    /// On loopback, where compressing costs more CPU than it saves.
+    None,
+}
+
 #[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ClickHouseConfig {
@@ -127,7 +154,7 @@ pub struct ClickHouseConfig {
     pub query_timeout_ms: u64,
     pub max_concurrent_queries: usize,
     pub queue_timeout_ms: u64,
-    pub compression: String,
+    pub compression: Compression,
     pub startup_wait_secs: u64,
     pub health_timeout_ms: u64,
 }
@@ -143,7 +170,7 @@ impl Default for ClickHouseConfig {
             query_timeout_ms: 30_000,
             max_concurrent_queries: 8,
             queue_timeout_ms: 1000,
-            compression: "lz4".into(),
+            compression: Compression::Lz4,
             startup_wait_secs: 30,
             health_timeout_ms: 1000,
         }
@@ -267,10 +294,18 @@ impl SlaConfig {
     }
 }
 
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct TelemetryConfig {
-    pub log_format: String,
+    pub log_format: LogFormat,
     pub log_level: String,
     pub otlp_endpoint: String,
     pub service_name: String,
@@ -279,7 +314,7 @@ pub struct TelemetryConfig {
 impl Default for TelemetryConfig {
     fn default() -> Self {
         Self {
-            log_format: "text".into(),
+            log_format: LogFormat::Text,
             log_level: "info,rmcp=warn".into(),
             otlp_endpoint: String::new(),
             service_name: "moraine-mcp".into(),
@@ -333,12 +368,12 @@ impl Default for IngestConfig {
             sources: vec![
                 SourceConfig {
                     name: "codex".into(),
-                    harness: "codex".into(),
+                    harness: Harness::Codex,
                     glob: "~/.codex/sessions/**/*.jsonl".into(),
                 },
                 SourceConfig {
                     name: "claude".into(),
-                    harness: "claude-code".into(),
+                    harness: Harness::ClaudeCode,
                     glob: "~/.claude/projects/**/*.jsonl".into(),
                 },
             ],
@@ -352,7 +387,7 @@ impl Default for IngestConfig {
 #[serde(deny_unknown_fields)]
 pub struct SourceConfig {
     pub name: String,
-    pub harness: String,
+    pub harness: Harness,
     pub glob: String,
 }
 
@@ -372,16 +407,10 @@ impl Default for RedactionConfig {
     }
 }
 
-/// Harness names the ingest path understands.
-pub const HARNESSES: [&str; 2] = ["codex", "claude-code"];
-
-impl Config {
+impl Settings {
     /// Reads `path` (defaults when `None`) and applies overrides from `env`; validation is left to
     /// the caller, who may apply flags first.
-    pub fn load_unvalidated(
-        path: Option<&Path>,
-        env: &HashMap<String, String>,
-    ) -> Result<Self, ConfigError> {
+    pub fn load(path: Option<&Path>, env: &HashMap<String, String>) -> Result<Self, ConfigError> {
         let text = match path {
             Some(path) => std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
                 path: path.to_owned(),
@@ -392,7 +421,8 @@ impl Config {
         Self::from_toml_with_env(&text, env)
     }
 
-    /// Parses TOML text and applies environment overrides.
+    /// Parses TOML text and applies environment overrides. A value of the wrong type is reported
+    /// with its key (`server.listen: invalid socket address syntax`).
     pub fn from_toml_with_env(
         text: &str,
         env: &HashMap<String, String>,
@@ -400,52 +430,127 @@ impl Config {
         let mut table: toml::Table =
             toml::from_str(text).map_err(|e| ConfigError::Parse(e.to_string()))?;
         apply_env_overrides(&mut table, env)?;
-        Config::deserialize(toml::Value::Table(table))
-            .map_err(|e| ConfigError::Parse(e.to_string()))
+        serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
+            let key = e.path().to_string();
+            let message = e.into_inner().to_string();
+            if key == "." {
+                ConfigError::Parse(message)
+            } else {
+                ConfigError::invalid(&key, message)
+            }
+        })
     }
 
-    /// Checks every value that serde cannot: addresses, ranges, paths and cross-field rules.
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        let server = &self.server;
-        let listen: SocketAddr = server
-            .listen
-            .parse()
-            .map_err(|e| ConfigError::invalid("server.listen", format!("{e}")))?;
-        if !server.mcp_path.starts_with('/') || server.mcp_path.len() < 2 {
+    /// Checks every rule serde cannot (ranges, paths, cross-field rules) and makes a [`Config`].
+    pub fn validate(self) -> Result<Config, ConfigError> {
+        self.server.validate()?;
+        self.auth.validate()?;
+        self.check_exposure()?;
+        self.clickhouse.validate()?;
+        self.tools.validate()?;
+        self.check_deadlines()?;
+        self.bm25.validate()?;
+        for (key, value) in self.sla.targets() {
+            positive(key, value)?;
+        }
+        self.telemetry.validate()?;
+        self.embedded.validate()?;
+        self.ingest.validate()?;
+        Ok(Config(self))
+    }
+
+    /// A non-loopback listener needs tokens, unless explicitly opened.
+    fn check_exposure(&self) -> Result<(), ConfigError> {
+        let listen = self.server.listen;
+        if !listen.ip().is_loopback()
+            && self.auth.tokens.is_empty()
+            && !self.server.allow_unauthenticated
+        {
+            return Err(ConfigError::invalid(
+                "server.listen",
+                format!(
+                    "{listen} is not a loopback address and auth.tokens is empty; \
+                     configure tokens or set server.allow_unauthenticated = true"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The HTTP timeout must outlast every inner deadline, or a slow call would be cut off with
+    /// a bare 503 instead of answering with the spec's `deadline_exceeded` error.
+    fn check_deadlines(&self) -> Result<(), ConfigError> {
+        let request_ms = self.server.request_timeout_secs.saturating_mul(1000);
+        for (key, value) in [
+            (
+                "clickhouse.health_timeout_ms",
+                self.clickhouse.health_timeout_ms,
+            ),
+            ("tools.search_deadline_ms", self.tools.search_deadline_ms),
+            ("tools.list_deadline_ms", self.tools.list_deadline_ms),
+            ("tools.open_deadline_ms", self.tools.open_deadline_ms),
+        ] {
+            if value >= request_ms {
+                return Err(ConfigError::invalid(
+                    key,
+                    format!("must be below server.request_timeout_secs ({request_ms} ms)"),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl ServerConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        if !self.mcp_path.starts_with('/') || self.mcp_path.len() < 2 {
             return Err(ConfigError::invalid(
                 "server.mcp_path",
                 "must start with / and name a path",
             ));
         }
-        if ["/healthz", "/metrics"].contains(&server.mcp_path.as_str()) {
+        if ["/healthz", "/metrics"].contains(&self.mcp_path.as_str()) {
             return Err(ConfigError::invalid(
                 "server.mcp_path",
                 "collides with a built-in route",
             ));
         }
-        for host in &server.allowed_hosts {
-            if host.is_empty() || host.contains('/') {
-                return Err(ConfigError::invalid(
-                    "server.allowed_hosts",
-                    format!("{host:?} is not a host name"),
-                ));
-            }
+        if let Some(host) = self
+            .allowed_hosts
+            .iter()
+            .find(|host| host.is_empty() || host.contains('/'))
+        {
+            return Err(ConfigError::invalid(
+                "server.allowed_hosts",
+                format!("{host:?} is not a host name"),
+            ));
         }
-        for origin in &server.allowed_origins {
-            if !(origin.starts_with("http://") || origin.starts_with("https://")) {
-                return Err(ConfigError::invalid(
-                    "server.allowed_origins",
-                    format!("{origin:?} must be scheme://host[:port]"),
-                ));
-            }
+        if let Some(origin) = self
+            .allowed_origins
+            .iter()
+            .find(|origin| !is_http_url(origin))
+        {
+            return Err(ConfigError::invalid(
+                "server.allowed_origins",
+                format!("{origin:?} must be scheme://host[:port]"),
+            ));
         }
         positive(
             "server.request_body_limit_bytes",
-            server.request_body_limit_bytes,
+            self.request_body_limit_bytes,
         )?;
-        positive("server.request_timeout_secs", server.request_timeout_secs)?;
+        positive("server.request_timeout_secs", self.request_timeout_secs)
+    }
+}
+
+/// Shortest accepted bearer token, not counting surrounding whitespace.
+pub const MIN_TOKEN_CHARS: usize = 16;
+
+impl AuthConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
         let mut names = std::collections::HashSet::new();
-        for token in &self.auth.tokens {
+        let mut secrets = std::collections::HashSet::new();
+        for token in &self.tokens {
             if token.name.trim().is_empty() {
                 return Err(ConfigError::invalid(
                     "auth.tokens",
@@ -458,35 +563,40 @@ impl Config {
                     format!("token name {:?} is used twice", token.name),
                 ));
             }
-            if token.token.len() < 16 {
+            // Presented tokens are trimmed, so whitespace adds nothing to a token's strength.
+            if token.token.trim().chars().count() < MIN_TOKEN_CHARS {
                 return Err(ConfigError::invalid(
                     "auth.tokens",
-                    format!("token {:?} is shorter than 16 characters", token.name),
+                    format!(
+                        "token {:?} is shorter than {MIN_TOKEN_CHARS} characters",
+                        token.name
+                    ),
+                ));
+            }
+            if !secrets.insert(token.token.trim()) {
+                return Err(ConfigError::invalid(
+                    "auth.tokens",
+                    format!(
+                        "token {:?} has the same value as another token; every token must be distinct",
+                        token.name
+                    ),
                 ));
             }
         }
-        if !listen.ip().is_loopback()
-            && self.auth.tokens.is_empty()
-            && !server.allow_unauthenticated
-        {
-            return Err(ConfigError::invalid(
-                "server.listen",
-                format!(
-                    "{listen} is not a loopback address and auth.tokens is empty; \
-                     configure tokens or set server.allow_unauthenticated = true"
-                ),
-            ));
-        }
+        Ok(())
+    }
+}
 
-        let ch = &self.clickhouse;
-        if !(ch.url.starts_with("http://") || ch.url.starts_with("https://")) {
+impl ClickHouseConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        if !is_http_url(&self.url) {
             return Err(ConfigError::invalid(
                 "clickhouse.url",
                 "must be an http:// or https:// URL",
             ));
         }
-        if ch.database.is_empty()
-            || !ch
+        if self.database.is_empty()
+            || !self
                 .database
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '_')
@@ -496,135 +606,93 @@ impl Config {
                 "must be a non-empty name of letters, digits and _",
             ));
         }
-        if !["lz4", "none"].contains(&ch.compression.as_str()) {
-            return Err(ConfigError::invalid(
-                "clickhouse.compression",
-                "must be \"lz4\" or \"none\"",
-            ));
-        }
-        positive("clickhouse.connect_timeout_ms", ch.connect_timeout_ms)?;
-        positive("clickhouse.query_timeout_ms", ch.query_timeout_ms)?;
-        positive("clickhouse.health_timeout_ms", ch.health_timeout_ms)?;
-        if !(1..=1024).contains(&ch.max_concurrent_queries) {
-            return Err(ConfigError::invalid(
-                "clickhouse.max_concurrent_queries",
-                "must be between 1 and 1024",
-            ));
-        }
+        positive("clickhouse.connect_timeout_ms", self.connect_timeout_ms)?;
+        positive("clickhouse.query_timeout_ms", self.query_timeout_ms)?;
+        positive("clickhouse.health_timeout_ms", self.health_timeout_ms)?;
+        within(
+            "clickhouse.max_concurrent_queries",
+            self.max_concurrent_queries,
+            1..=1024,
+        )
+    }
+}
 
-        let tools = &self.tools;
-        positive("tools.search_deadline_ms", tools.search_deadline_ms)?;
-        positive("tools.list_deadline_ms", tools.list_deadline_ms)?;
-        positive("tools.open_deadline_ms", tools.open_deadline_ms)?;
-        // The HTTP timeout must outlast every inner deadline, or a slow call would be cut off
-        // with a bare 503 instead of answering with the spec's `timeout` error.
-        let request_ms = server.request_timeout_secs.saturating_mul(1000);
-        for (key, value) in [
-            ("clickhouse.health_timeout_ms", ch.health_timeout_ms),
-            ("tools.search_deadline_ms", tools.search_deadline_ms),
-            ("tools.list_deadline_ms", tools.list_deadline_ms),
-            ("tools.open_deadline_ms", tools.open_deadline_ms),
-        ] {
-            if value >= request_ms {
-                return Err(ConfigError::invalid(
-                    key,
-                    format!("must be below server.request_timeout_secs ({request_ms} ms)"),
-                ));
-            }
-        }
-        if !(1..=256).contains(&tools.max_query_terms) {
-            return Err(ConfigError::invalid(
-                "tools.max_query_terms",
-                "must be between 1 and 256",
-            ));
-        }
-        if !(40..=4000).contains(&tools.snippet_chars) {
-            return Err(ConfigError::invalid(
-                "tools.snippet_chars",
-                "must be between 40 and 4000",
-            ));
-        }
-        if !(20..=4000).contains(&tools.preview_chars) {
-            return Err(ConfigError::invalid(
-                "tools.preview_chars",
-                "must be between 20 and 4000",
-            ));
-        }
+impl ToolsConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        positive("tools.search_deadline_ms", self.search_deadline_ms)?;
+        positive("tools.list_deadline_ms", self.list_deadline_ms)?;
+        positive("tools.open_deadline_ms", self.open_deadline_ms)?;
+        within("tools.max_query_terms", self.max_query_terms, 1..=256)?;
+        within("tools.snippet_chars", self.snippet_chars, 40..=4000)?;
+        within("tools.preview_chars", self.preview_chars, 20..=4000)
+    }
+}
 
-        let bm25 = &self.bm25;
-        if !(bm25.k1.is_finite() && (0.0..=10.0).contains(&bm25.k1)) {
+impl Bm25Config {
+    fn validate(&self) -> Result<(), ConfigError> {
+        if !(self.k1.is_finite() && (0.0..=10.0).contains(&self.k1)) {
             return Err(ConfigError::invalid("bm25.k1", "must be between 0 and 10"));
         }
-        if !(bm25.b.is_finite() && (0.0..=1.0).contains(&bm25.b)) {
+        if !(self.b.is_finite() && (0.0..=1.0).contains(&self.b)) {
             return Err(ConfigError::invalid("bm25.b", "must be between 0 and 1"));
         }
-        for (key, value) in self.sla.targets() {
-            positive(key, value)?;
-        }
+        Ok(())
+    }
+}
 
-        let telemetry = &self.telemetry;
-        if !["text", "json"].contains(&telemetry.log_format.as_str()) {
-            return Err(ConfigError::invalid(
-                "telemetry.log_format",
-                "must be \"text\" or \"json\"",
-            ));
-        }
-        if tracing_subscriber::EnvFilter::try_new(&telemetry.log_level).is_err() {
+impl TelemetryConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        if tracing_subscriber::EnvFilter::try_new(&self.log_level).is_err() {
             return Err(ConfigError::invalid(
                 "telemetry.log_level",
                 "is not a valid tracing filter",
             ));
         }
-        let endpoint = &telemetry.otlp_endpoint;
-        let is_url = endpoint.starts_with("http://") || endpoint.starts_with("https://");
-        if !endpoint.is_empty() && !is_url {
+        if !self.otlp_endpoint.is_empty() && !is_http_url(&self.otlp_endpoint) {
             return Err(ConfigError::invalid(
                 "telemetry.otlp_endpoint",
                 "must be an http:// or https:// URL, or empty",
             ));
         }
+        Ok(())
+    }
+}
 
-        if self.embedded.data_dir.trim().is_empty() {
+impl EmbeddedConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self.data_dir.trim().is_empty() {
             return Err(ConfigError::invalid(
                 "embedded.data_dir",
                 "must not be empty",
             ));
         }
-        if self.embedded.port == 0 {
+        if self.port == 0 {
             return Err(ConfigError::invalid("embedded.port", "must not be 0"));
         }
+        Ok(())
+    }
+}
 
-        let ingest = &self.ingest;
-        if !(100..=1_000_000).contains(&ingest.batch_events) {
-            return Err(ConfigError::invalid(
-                "ingest.batch_events",
-                "must be between 100 and 1000000",
-            ));
-        }
-        if ingest.max_indexed_bytes < 1024 {
+impl IngestConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        within("ingest.batch_events", self.batch_events, 100..=1_000_000)?;
+        if self.max_indexed_bytes < 1024 {
             return Err(ConfigError::invalid(
                 "ingest.max_indexed_bytes",
                 "must be at least 1024",
             ));
         }
-        for source in &ingest.sources {
-            if !HARNESSES.contains(&source.harness.as_str()) {
-                return Err(ConfigError::invalid(
-                    "ingest.sources",
-                    format!(
-                        "source {:?}: harness {:?} is not one of {HARNESSES:?}",
-                        source.name, source.harness
-                    ),
-                ));
-            }
-            if source.name.trim().is_empty() || source.glob.trim().is_empty() {
-                return Err(ConfigError::invalid(
-                    "ingest.sources",
-                    "every source needs a name and a glob",
-                ));
-            }
+        if self
+            .sources
+            .iter()
+            .any(|source| source.name.trim().is_empty() || source.glob.trim().is_empty())
+        {
+            return Err(ConfigError::invalid(
+                "ingest.sources",
+                "every source needs a name and a glob",
+            ));
         }
-        for pattern in &ingest.redaction.extra_patterns {
+        for pattern in &self.redaction.extra_patterns {
             if let Err(e) = regex::Regex::new(pattern) {
                 return Err(ConfigError::invalid(
                     "ingest.redaction.extra_patterns",
@@ -634,6 +702,24 @@ impl Config {
         }
         Ok(())
     }
+}
+
+fn is_http_url(text: &str) -> bool {
+    text.starts_with("http://") || text.starts_with("https://")
+}
+
+fn within(
+    key: &str,
+    value: usize,
+    range: std::ops::RangeInclusive<usize>,
+) -> Result<(), ConfigError> {
+    if !range.contains(&value) {
+        return Err(ConfigError::invalid(
+            key,
+            format!("must be between {} and {}", range.start(), range.end()),
+        ));
+    }
+    Ok(())
 }
 
 fn positive(key: &str, value: u64) -> Result<(), ConfigError> {
@@ -661,7 +747,7 @@ fn apply_env_overrides(
     table: &mut toml::Table,
     env: &HashMap<String, String>,
 ) -> Result<(), ConfigError> {
-    let defaults = toml::Table::try_from(Config::default())
+    let defaults = toml::Table::try_from(Settings::default())
         .map_err(|e| ConfigError::Parse(format!("cannot serialise defaults: {e}")))?;
     let mut vars: Vec<_> = env
         .iter()
@@ -736,8 +822,8 @@ mod tests {
     #[test]
     fn test_shipped_file_equals_defaults() {
         let text = include_str!("../config/moraine-mcp.toml");
-        let parsed = Config::from_toml_with_env(text, &HashMap::new()).unwrap();
-        assert_eq!(parsed, Config::default());
+        let parsed = Settings::from_toml_with_env(text, &HashMap::new()).unwrap();
+        assert_eq!(parsed, Settings::default());
         parsed.validate().unwrap();
     }
 
@@ -745,7 +831,7 @@ mod tests {
     fn test_every_default_is_documented_in_the_shipped_file() {
         let text = include_str!("../config/moraine-mcp.toml");
         let file: toml::Table = toml::from_str(text).unwrap();
-        let defaults = toml::Table::try_from(Config::default()).unwrap();
+        let defaults = toml::Table::try_from(Settings::default()).unwrap();
         for (section, value) in &defaults {
             for key in value.as_table().unwrap().keys() {
                 let present = file
@@ -762,16 +848,17 @@ mod tests {
 
     #[test]
     fn test_unknown_key_is_rejected_with_its_name() {
-        let err = Config::from_toml_with_env("[server]\nlisten_adress = \"x\"\n", &HashMap::new())
-            .unwrap_err();
+        let err =
+            Settings::from_toml_with_env("[server]\nlisten_adress = \"x\"\n", &HashMap::new())
+                .unwrap_err();
         assert!(err.to_string().contains("listen_adress"), "{err}");
-        let err = Config::from_toml_with_env("[sever]\n", &HashMap::new()).unwrap_err();
+        let err = Settings::from_toml_with_env("[sever]\n", &HashMap::new()).unwrap_err();
         assert!(err.to_string().contains("sever"), "{err}");
     }
 
     #[test]
     fn test_env_overrides_keep_string_types() {
-        let config = Config::from_toml_with_env(
+        let config = Settings::from_toml_with_env(
             "",
             &env(&[
                 ("MORAINE_MCP_CLICKHOUSE__PASSWORD", "123456"),
@@ -793,13 +880,13 @@ mod tests {
 
     #[test]
     fn test_unknown_env_override_names_the_variable() {
-        let err = Config::from_toml_with_env("", &env(&[("MORAINE_MCP_SERVER__LISTNE", "x")]))
+        let err = Settings::from_toml_with_env("", &env(&[("MORAINE_MCP_SERVER__LISTNE", "x")]))
             .unwrap_err();
         assert!(
             err.to_string().contains("MORAINE_MCP_SERVER__LISTNE"),
             "{err}"
         );
-        let err = Config::from_toml_with_env(
+        let err = Settings::from_toml_with_env(
             "",
             &env(&[("MORAINE_MCP_CLICKHOUSE__MAX_CONCURRENT_QUERIES", "many")]),
         )
@@ -808,37 +895,82 @@ mod tests {
     }
 
     /// Asserts that validation fails with an error naming `key`.
-    fn assert_rejected_naming(config: &Config, key: &str) {
-        let err = config.validate().unwrap_err().to_string();
+    fn assert_rejected_naming(config: &Settings, key: &str) {
+        let err = config.clone().validate().unwrap_err().to_string();
         assert!(err.contains(key), "{err}");
     }
 
     #[test]
     fn test_validation_names_the_key() {
-        let mut config = Config::default();
+        let mut config = Settings::default();
         config.bm25.b = 2.0;
         assert_rejected_naming(&config, "bm25.b");
 
-        let mut config = Config::default();
-        config.server.listen = "0.0.0.0:8080".into();
+        let mut config = Settings::default();
+        config.server.listen = "0.0.0.0:8080".parse().unwrap();
         assert_rejected_naming(&config, "server.listen");
         config.server.allow_unauthenticated = true;
         config.validate().unwrap();
 
-        let mut config = Config::default();
+        let mut config = Settings::default();
         config.auth.tokens.push(TokenConfig {
             name: "short".into(),
             token: "abc".into(),
         });
         assert_rejected_naming(&config, "auth.tokens");
 
-        let mut config = Config::default();
+        let mut config = Settings::default();
         config.server.request_timeout_secs = 5;
         assert_rejected_naming(&config, "tools.search_deadline_ms");
 
-        let mut config = Config::default();
-        config.ingest.sources[0].harness = "vim".into();
-        assert_rejected_naming(&config, "ingest.sources");
+        let err = Settings::from_toml_with_env(
+            "[[ingest.sources]]\nname = \"x\"\nharness = \"vim\"\nglob = \"*\"\n",
+            &HashMap::new(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("ingest.sources"), "{err}");
+        let err = Settings::from_toml_with_env("[server]\nlisten = \"here\"\n", &HashMap::new())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("server.listen"), "{err}");
+    }
+
+    #[test]
+    fn test_tokens_must_be_strong_and_distinct() {
+        let token = |name: &str, value: &str| TokenConfig {
+            name: name.into(),
+            token: value.into(),
+        };
+        let mut config = Settings::default();
+        config.auth.tokens = vec![token("spaces", &" ".repeat(32))];
+        assert_rejected_naming(&config, "auth.tokens");
+        config.auth.tokens = vec![
+            token("a", "0123456789abcdef0123"),
+            token("b", "0123456789abcdef0123"),
+        ];
+        assert_rejected_naming(&config, "auth.tokens");
+        config.auth.tokens = vec![
+            token("a", "0123456789abcdef0123"),
+            token("b", "0123456789abcdef0124"),
+        ];
+        config.validate().unwrap();
+    }
+
+    #[test]
+    fn test_closed_sets_are_typed() {
+        let config = Settings::from_toml_with_env(
+            "[clickhouse]\ncompression = \"none\"\n[telemetry]\nlog_format = \"json\"\n",
+            &HashMap::new(),
+        )
+        .unwrap();
+        assert_eq!(config.clickhouse.compression, Compression::None);
+        assert_eq!(config.telemetry.log_format, LogFormat::Json);
+        let err =
+            Settings::from_toml_with_env("[clickhouse]\ncompression = \"zip\"\n", &HashMap::new())
+                .unwrap_err()
+                .to_string();
+        assert!(err.contains("clickhouse.compression"), "{err}");
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use deadpool::managed::{self, Metrics as PoolMetrics, Pool, RecycleResult};
 use serde::Serialize;
 
-use crate::config::ClickHouseConfig;
+use crate::config::{ClickHouseConfig, Compression};
 use crate::metrics::Metrics;
 
 /// A failure talking to ClickHouse, classified the way callers must react to it.
@@ -292,15 +292,29 @@ pub fn base_client(config: &ClickHouseConfig) -> clickhouse::Client {
         .pool_idle_timeout(Duration::from_secs(2))
         .pool_max_idle_per_host(config.max_concurrent_queries.max(4))
         .build(connector);
-    let compression = match config.compression.as_str() {
-        "none" => clickhouse::Compression::None,
-        _ => clickhouse::Compression::Lz4,
+    let compression = match config.compression {
+        Compression::None => clickhouse::Compression::None,
+        Compression::Lz4 => clickhouse::Compression::Lz4,
     };
     clickhouse::Client::with_http_client(http)
         .with_compression(compression)
         .with_url(&config.url)
         .with_user(&config.user)
         .with_password(&config.password)
+}
+
+/// Splices fixed SQL fragments into a statement template at `«name»` markers. The guillemets
+/// cannot be mistaken for ClickHouse's `{name:Type}` parameters, which carry every value a
+/// client sends; fragments are constants of this service, never client text.
+pub fn splice(template: &str, fragments: &[(&str, &str)]) -> String {
+    let mut sql = template.to_owned();
+    for (name, fragment) in fragments {
+        let marker = format!("«{name}»");
+        debug_assert!(sql.contains(&marker), "no marker {marker} in the template");
+        sql = sql.replace(&marker, fragment);
+    }
+    debug_assert!(!sql.contains('«'), "unfilled marker in {sql}");
+    sql
 }
 
 /// A query being built: its metrics name and the client query.
@@ -359,6 +373,19 @@ fn with_time_limit(query: clickhouse::query::Query, deadline: Instant) -> clickh
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn test_splice_fills_markers_and_keeps_parameters() {
+        let sql = splice(
+            "SELECT x FROM t WHERE a = {a:UInt8} «scope» ORDER BY x «dir»",
+            &[("scope", "AND b = {b:String}"), ("dir", "DESC")],
+        );
+        assert_eq!(
+            sql,
+            "SELECT x FROM t WHERE a = {a:UInt8} AND b = {b:String} ORDER BY x DESC"
+        );
+        assert_eq!(splice("SELECT «x»", &[("x", "")]), "SELECT ");
+    }
 
     #[test]
     fn test_errors_are_classified_by_code() {

@@ -11,7 +11,6 @@ pub mod draft;
 pub mod files;
 pub mod reader;
 pub mod redact;
-pub mod rows;
 pub mod session;
 pub mod writer;
 

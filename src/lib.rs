@@ -12,6 +12,8 @@
 //! - [`tokenize`] (shared by indexing and queries), [`ids`], [`vocab`], [`metrics`],
 //!   [`telemetry`], [`demo`].
 
+pub mod app;
+pub mod auth;
 pub mod bench;
 pub mod cli;
 pub mod config;
@@ -23,8 +25,11 @@ pub mod ingest;
 pub mod mcp;
 pub mod metrics;
 pub mod migrate;
+pub mod rows;
 pub mod server;
 pub mod telemetry;
+pub mod text;
 pub mod tokenize;
 pub mod tools;
+pub mod up;
 pub mod vocab;

@@ -10,7 +10,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use tracing::Instrument as _;
 
-use crate::server::Caller;
+use crate::auth::Caller;
 use crate::tools::{INSTRUCTIONS, Tools};
 
 /// One handler per MCP session (or per request when stateless); all share the same [`Tools`].
@@ -63,10 +63,10 @@ impl ServerHandler for McpServer {
             .extensions
             .get::<axum::http::request::Parts>()
             .and_then(|parts| parts.extensions.get::<Caller>())
-            .map_or("stdio", |caller| caller.0.as_str())
-            .to_owned();
+            .cloned()
+            .unwrap_or_else(Caller::stdio);
         let name = request.name.to_string();
-        let span = tracing::info_span!("tool_call", tool = %name, caller = %caller);
+        let span = tracing::info_span!("tool_call", tool = %name, caller = %caller.0);
         match self
             .tools
             .call(&name, request.arguments, &caller)

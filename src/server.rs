@@ -17,58 +17,24 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
-use sha2::{Digest, Sha256};
-use subtle::ConstantTimeEq;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
-use crate::config::{Config, TokenConfig};
+use crate::auth::{self, AuthState, Tokens};
+use crate::config::Config;
 use crate::db::{Db, DbError};
 use crate::mcp::McpServer;
 use crate::migrate;
 use crate::tools::Tools;
 
-/// Who is calling, by token name (never the token); put in request extensions by the auth layer.
-#[derive(Debug, Clone)]
-pub struct Caller(pub String);
-
 /// Shared by the HTTP handlers.
 #[derive(Clone)]
 struct AppState {
     db: Db,
-    auth: Arc<Auth>,
     health_timeout: Duration,
-}
-
-/// Bearer tokens, stored as SHA-256 digests so every comparison takes the same time.
-struct Auth {
-    tokens: Vec<(String, [u8; 32])>,
-}
-
-impl Auth {
-    fn new(tokens: &[TokenConfig]) -> Self {
-        Self {
-            tokens: tokens
-                .iter()
-                .map(|t| (t.name.clone(), Sha256::digest(t.token.as_bytes()).into()))
-                .collect(),
-        }
-    }
-
-    /// The name of the token presented, comparing against every token in constant time.
-    fn check(&self, presented: &str) -> Option<&str> {
-        let digest: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
-        let mut found = None;
-        for (name, expected) in &self.tokens {
-            if bool::from(digest.ct_eq(expected)) {
-                found = Some(name.as_str());
-            }
-        }
-        found
-    }
 }
 
 /// Builds the application router. `addr` is the bound address (for the service's own origin).
@@ -80,9 +46,12 @@ pub fn router(
     shutdown: &CancellationToken,
 ) -> Router {
     let server = &config.server;
+    let auth = AuthState {
+        tokens: Arc::new(Tokens::new(&config.auth.tokens)),
+        metrics: db.metrics().clone(),
+    };
     let state = AppState {
         db,
-        auth: Arc::new(Auth::new(&config.auth.tokens)),
         health_timeout: Duration::from_millis(config.clickhouse.health_timeout_ms),
     };
     let (hosts, origins) = allowed_hosts_and_origins(config, addr);
@@ -112,7 +81,7 @@ pub fn router(
             mcp_config,
         )
     };
-    let mcp = mcp.layer(middleware::from_fn_with_state(state.clone(), authenticate));
+    let mcp = mcp.layer(middleware::from_fn_with_state(auth, auth::authenticate));
     Router::new()
         .route("/healthz", get(healthz_get))
         .route("/metrics", get(metrics_get))
@@ -165,55 +134,6 @@ fn allowed_hosts_and_origins(config: &Config, addr: SocketAddr) -> (Vec<String>,
     hosts.extend(config.server.allowed_hosts.iter().cloned());
     origins.extend(config.server.allowed_origins.iter().cloned());
     (hosts, origins)
-}
-
-/// Requires a configured bearer token on the MCP endpoint (when any are configured) and names
-/// the caller for logs and metrics.
-async fn authenticate(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
-    if state.auth.tokens.is_empty() {
-        request.extensions_mut().insert(Caller("anonymous".into()));
-        return next.run(request).await;
-    }
-    let presented = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| {
-            v.strip_prefix("Bearer ")
-                .or_else(|| v.strip_prefix("bearer "))
-        })
-        .map(str::trim);
-    let Some(presented) = presented else {
-        state.db.metrics().observe_auth("none", "missing");
-        return unauthorized("missing bearer token", false);
-    };
-    match state.auth.check(presented) {
-        Some(name) => {
-            state.db.metrics().observe_auth(name, "accepted");
-            tracing::debug!(token = name, "authenticated");
-            request.extensions_mut().insert(Caller(name.to_owned()));
-            next.run(request).await
-        }
-        None => {
-            state.db.metrics().observe_auth("none", "rejected");
-            tracing::info!("rejected a request with an unknown bearer token");
-            unauthorized("unknown bearer token", true)
-        }
-    }
-}
-
-fn unauthorized(message: &str, invalid: bool) -> Response {
-    let challenge = if invalid {
-        r#"Bearer realm="moraine-mcp", error="invalid_token""#
-    } else {
-        r#"Bearer realm="moraine-mcp""#
-    };
-    (
-        StatusCode::UNAUTHORIZED,
-        [(header::WWW_AUTHENTICATE, challenge)],
-        axum::Json(json!({ "error": "unauthorized", "message": message })),
-    )
-        .into_response()
 }
 
 /// Reads every request's whole body, up to the limit, before any handler sees it: one 413 with a
@@ -381,17 +301,19 @@ pub async fn serve(
     }
 }
 
-/// Cancels `token` on SIGTERM or ctrl-c.
-pub fn cancel_on_signal(token: CancellationToken) {
+/// Cancels `token` on SIGTERM or SIGINT. Both handlers are installed before this returns, so a
+/// signal that arrives once the caller announces it is serving always stops it gracefully.
+pub fn cancel_on_signal(token: CancellationToken) -> std::io::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut interrupt = signal(SignalKind::interrupt())?;
     tokio::spawn(async move {
-        let ctrl_c = tokio::signal::ctrl_c();
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .expect("signal handler");
         tokio::select! {
-            _ = ctrl_c => {}
+            _ = interrupt.recv() => {}
             _ = term.recv() => {}
         }
         tracing::info!("shutting down");
         token.cancel();
     });
+    Ok(())
 }

@@ -8,7 +8,7 @@ use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 use tracing_subscriber::{EnvFilter, Layer as _};
 
-use crate::config::TelemetryConfig;
+use crate::config::{LogFormat, TelemetryConfig};
 
 /// The installed telemetry; [`Telemetry::shutdown`] flushes exported traces.
 pub struct Telemetry {
@@ -21,7 +21,7 @@ impl Telemetry {
         let filter =
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&config.log_level));
         let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
-        let fmt = if config.log_format == "json" {
+        let fmt = if config.log_format == LogFormat::Json {
             fmt.json().boxed()
         } else {
             fmt.boxed()

@@ -1,4 +1,5 @@
-//! The spec's event type vocabulary, in its canonical order, and session modes.
+//! The closed sets of the domain: the spec's event types (in canonical order), session modes,
+//! and the agent harnesses whose logs are ingested.
 
 use serde::{Deserialize, Serialize};
 
@@ -88,6 +89,11 @@ impl EventType {
     }
 }
 
+/// Bit 7 of a posting's `kind` marks this service's own tool traffic (`kind = event type code +
+/// 128 × self_tool`, written by the `postings_mv` view of `sql/002_search_index.sql`); it is
+/// searched only when `tools.include_self_events` is set.
+pub const SELF_TRAFFIC_BIT: u8 = 0x80;
+
 impl std::fmt::Display for EventType {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
@@ -123,6 +129,44 @@ impl SessionMode {
     }
 }
 
+/// The agent harness that wrote a log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+pub enum Harness {
+    #[serde(rename = "codex")]
+    #[value(name = "codex")]
+    Codex,
+    /// Also accepted as `claude`.
+    #[serde(rename = "claude-code", alias = "claude")]
+    #[value(name = "claude-code", alias = "claude")]
+    ClaudeCode,
+}
+
+impl Harness {
+    pub const ALL: [Harness; 2] = [Self::Codex, Self::ClaudeCode];
+
+    /// The name stored in `sessions.harness` and accepted by the tools' `harness` filter.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Codex => "codex",
+            Self::ClaudeCode => "claude-code",
+        }
+    }
+
+    /// The source name used for files named on the command line.
+    pub fn default_source(self) -> &'static str {
+        match self {
+            Self::Codex => "codex",
+            Self::ClaudeCode => "claude",
+        }
+    }
+}
+
+impl std::fmt::Display for Harness {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,5 +181,24 @@ mod tests {
         let mut sorted = EventType::ALL;
         sorted.sort();
         assert_eq!(sorted, EventType::ALL);
+    }
+
+    #[test]
+    fn test_self_traffic_bit_matches_the_postings_view() {
+        let view = include_str!("../sql/002_search_index.sql");
+        let bit = format!("{} * self_tool", SELF_TRAFFIC_BIT);
+        assert!(view.contains(&bit), "postings_mv must set {bit}");
+        assert!(EventType::ALL.iter().all(|t| t.code() < SELF_TRAFFIC_BIT));
+    }
+
+    #[test]
+    fn test_harness_names_and_alias() {
+        for harness in Harness::ALL {
+            let name = serde_json::to_value(harness).unwrap();
+            assert_eq!(name, harness.as_str());
+            assert_eq!(serde_json::from_value::<Harness>(name).unwrap(), harness);
+        }
+        let alias: Harness = serde_json::from_value(serde_json::json!("claude")).unwrap();
+        assert_eq!(alias, Harness::ClaudeCode);
     }
 }

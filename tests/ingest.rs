@@ -8,15 +8,15 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use moraine_mcp::config::Config;
+use moraine_mcp::config::Settings;
 use moraine_mcp::db::Db;
 use moraine_mcp::ingest::draft::SelfTools;
 use moraine_mcp::ingest::files::{self, LogFile};
 use moraine_mcp::ingest::reader::{Reader, Stored};
 use moraine_mcp::ingest::redact::Redactor;
-use moraine_mcp::ingest::rows::{EventRow, SessionRow, TurnRow};
 use moraine_mcp::ingest::session::BuildSettings;
-use moraine_mcp::vocab::EventType;
+use moraine_mcp::rows::{EventRow, SessionRow, TurnRow};
+use moraine_mcp::vocab::{EventType, Harness};
 use serde_json::{Value, json};
 
 fn fixture_files() -> Vec<LogFile> {
@@ -44,7 +44,7 @@ struct Normalised {
 }
 
 fn normalise(file: &LogFile) -> Normalised {
-    let config = Config::default();
+    let config = Settings::default();
     let redactor = Redactor::new(&config.ingest.redaction).unwrap();
     let self_tools = SelfTools::new(&config.tools.self_server_names);
     let (tx, mut rx) = tokio::sync::mpsc::channel(1000);
@@ -522,7 +522,7 @@ async fn a_truncated_and_rewritten_file_is_read_again() {
     let files = fixture_files();
     let claude: Vec<&LogFile> = files
         .iter()
-        .filter(|f| f.harness == files::Harness::ClaudeCode && !f.subagent)
+        .filter(|f| f.harness == Harness::ClaudeCode && !f.subagent)
         .collect();
     let (original, replacement) = (claude[0], claude[1]);
     let dir = scratch("rewrite");
@@ -567,7 +567,7 @@ async fn rows_of_a_run_that_stopped_before_its_checkpoint_are_replaced() {
     std::fs::write(&target, &bytes[..half]).unwrap();
     let (config_a, db_a) = common::fresh_db().await;
     common::ingest_paths(&config_a, &db_a, &target).await;
-    let checkpoint: Vec<moraine_mcp::ingest::rows::CheckpointRow> = db_a
+    let checkpoint: Vec<moraine_mcp::rows::CheckpointRow> = db_a
         .read("t", "SELECT file_key, path, harness, source, session_key, offset, line_no, head_hash, tail_hash, state, version FROM ingest_checkpoints FINAL")
         .fetch_all(&db_a, db_a.default_deadline())
         .await
@@ -610,10 +610,11 @@ async fn a_malformed_line_is_counted_and_the_rest_ingested_and_unreadable_files_
     std::fs::write(&unreadable, "{}\n").unwrap();
     let (files, _) = files::from_paths(
         &[good.clone(), unreadable.clone()],
-        Some(files::Harness::Codex),
+        Some(Harness::Codex),
         None,
     );
     std::fs::remove_file(&unreadable).unwrap();
+    let config = config.validate().unwrap();
     let summary = moraine_mcp::ingest::run(&config, &db, files, false)
         .await
         .unwrap();

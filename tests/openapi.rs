@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use common::{TestServer, fresh_db};
-use moraine_mcp::config::{Config, TokenConfig};
+use moraine_mcp::config::{Settings, TokenConfig};
 use moraine_mcp::db::Db;
 use moraine_mcp::metrics::Metrics;
 use serde_json::json;
@@ -114,7 +114,7 @@ fn address(server: &TestServer) -> String {
     server.base.trim_start_matches("http://").to_owned()
 }
 
-fn configured(mut config: Config, stateful: bool) -> Config {
+fn configured(mut config: Settings, stateful: bool) -> Settings {
     config.auth.tokens = vec![TokenConfig {
         name: "openapi".into(),
         token: TOKEN.into(),
@@ -127,7 +127,7 @@ fn configured(mut config: Config, stateful: bool) -> Config {
     config.tools.search_deadline_ms = 900;
     config.tools.list_deadline_ms = 900;
     config.tools.open_deadline_ms = 900;
-    config.validate().unwrap();
+    config.clone().validate().unwrap();
     config
 }
 

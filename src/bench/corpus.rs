@@ -15,6 +15,8 @@ use rand_distr::{Distribution, LogNormal, Zipf};
 use rand_pcg::Pcg64Mcg;
 use serde_json::{Value, json};
 
+use crate::vocab::Harness;
+
 /// Words agents really use, most frequent first; the head of the vocabulary.
 const COMMON: &[&str] = &[
     "the",
@@ -225,8 +227,8 @@ pub struct Generated {
     pub events: u64,
     pub bytes: u64,
     /// Native session ids of the sessions with exactly 100 and 1000 turns.
-    pub hundred_turns: (String, String),
-    pub thousand_turns: (String, String),
+    pub hundred_turns: (Harness, String),
+    pub thousand_turns: (Harness, String),
 }
 
 struct Vocabulary {
@@ -346,7 +348,7 @@ fn uuid(rng: &mut Pcg64Mcg) -> String {
 }
 
 fn iso(ms: i64) -> String {
-    crate::tools::format_ts(ms)
+    crate::text::format_ts(ms)
 }
 
 /// Generates about `spec.events` events into `dir` (replacing its contents).
@@ -366,8 +368,8 @@ pub fn generate(spec: &Spec, dir: &Path) -> std::io::Result<Generated> {
         files: 0,
         events: 0,
         bytes: 0,
-        hundred_turns: Default::default(),
-        thousand_turns: Default::default(),
+        hundred_turns: (Harness::Codex, String::new()),
+        thousand_turns: (Harness::Codex, String::new()),
     };
     let mut index = 0u64;
     while generated.events < spec.events {
@@ -403,10 +405,14 @@ pub fn generate(spec: &Spec, dir: &Path) -> std::io::Result<Generated> {
             let events = write_claude(&path, &id, started, turns, &writer, &mut rng)?;
             (path, events)
         };
-        let harness = if codex { "codex" } else { "claude-code" };
+        let harness = if codex {
+            Harness::Codex
+        } else {
+            Harness::ClaudeCode
+        };
         match index {
-            0 => generated.thousand_turns = (harness.to_owned(), id.clone()),
-            1 => generated.hundred_turns = (harness.to_owned(), id.clone()),
+            0 => generated.thousand_turns = (harness, id.clone()),
+            1 => generated.hundred_turns = (harness, id.clone()),
             _ => {}
         }
         generated.bytes += std::fs::metadata(&path)?.len();

@@ -13,9 +13,9 @@ use serde_json::{Value, json};
 
 use super::adapter::{AdapterOutput, ToolNames};
 use super::draft::{
-    Draft, Ending, SelfTools, content_text, exit_code_in_text, parse_arguments, parse_ts,
-    render_call,
+    Draft, Ending, SelfTools, content_text, exit_code_in_text, parse_ts, render_call,
 };
+use crate::rows::arguments_value;
 use crate::vocab::EventType;
 
 /// Prefixes of user-role messages that Codex injects rather than the user typing them.
@@ -203,7 +203,7 @@ impl Codex<'_> {
                     _ => str_of(item, "name").to_owned(),
                 };
                 let arguments = match kind {
-                    "function_call" => parse_arguments(str_of(item, "arguments")),
+                    "function_call" => arguments_value(str_of(item, "arguments")),
                     "custom_tool_call" => json!({ "input": str_of(item, "input") }),
                     _ => item.get("action").cloned().unwrap_or(Value::Null),
                 };

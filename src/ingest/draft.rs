@@ -118,14 +118,7 @@ pub fn is_web_search(tool_name: &str) -> bool {
 
 /// Parses an RFC 3339 timestamp into milliseconds since the epoch.
 pub fn parse_ts(value: Option<&Value>) -> Option<i64> {
-    rfc3339_ms(value?.as_str()?)
-}
-
-/// Milliseconds since the epoch of an RFC 3339 datetime.
-pub fn rfc3339_ms(text: &str) -> Option<i64> {
-    let parsed =
-        time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()?;
-    Some((parsed.unix_timestamp_nanos() / 1_000_000) as i64)
+    crate::text::rfc3339_ms(value?.as_str()?)
 }
 
 /// Renders a tool call the way the spec's example does: `name(key="value", other=[...])`.
@@ -141,11 +134,6 @@ pub fn render_call(name: &str, arguments: &Value) -> String {
     }
 }
 
-/// Parses a JSON-encoded arguments string, keeping non-JSON text as a string value.
-pub fn parse_arguments(text: &str) -> Value {
-    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned()))
-}
-
 /// Finds an exit status in command output: `Exit code: 1`, `Exit code 1`, `exited with code 1`.
 pub fn exit_code_in_text(text: &str) -> Option<i32> {
     static PATTERN: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
@@ -153,7 +141,7 @@ pub fn exit_code_in_text(text: &str) -> Option<i32> {
         regex::Regex::new(r"(?im)^(?:error:\s*)?(?:exit code:?|process exited with code|exited with code)\s*(-?\d+)")
             .expect("valid regex")
     });
-    let head = &text[..floor_char_boundary(text, 4096)];
+    let head = &text[..crate::text::floor_char_boundary(text, 4096)];
     re.captures(head)?.get(1)?.as_str().parse().ok()
 }
 
@@ -170,43 +158,6 @@ pub fn content_text(content: &Value) -> String {
         }
         _ => String::new(),
     }
-}
-
-/// The largest index ≤ `at` on a char boundary.
-pub fn floor_char_boundary(text: &str, at: usize) -> usize {
-    if at >= text.len() {
-        return text.len();
-    }
-    let mut at = at;
-    while !text.is_char_boundary(at) {
-        at -= 1;
-    }
-    at
-}
-
-/// A whitespace-collapsed prefix of at most `max_chars` characters, and whether it was cut.
-pub fn preview(text: &str, max_chars: usize) -> (String, bool) {
-    let mut out = String::with_capacity(max_chars.min(text.len()) + 3);
-    let mut count = 0;
-    let mut pending_space = false;
-    for c in text.chars() {
-        if c.is_whitespace() {
-            pending_space = count > 0;
-            continue;
-        }
-        let needed = if pending_space { 2 } else { 1 };
-        if count + needed > max_chars {
-            return (format!("{}…", out.trim_end()), true);
-        }
-        if pending_space {
-            out.push(' ');
-            count += 1;
-            pending_space = false;
-        }
-        out.push(c);
-        count += 1;
-    }
-    (out, false)
 }
 
 #[cfg(test)]
@@ -242,15 +193,6 @@ mod tests {
         assert!(s.matches("mcp__moraine_mcp__list_sessions"));
         assert!(!s.matches("open"));
         assert!(!s.matches("mcp__github__search_issues"));
-    }
-
-    #[test]
-    fn test_preview_collapses_and_truncates() {
-        assert_eq!(preview("  a\n\n b  ", 10), ("a b".into(), false));
-        let (p, cut) = preview("hello wonderful world", 12);
-        assert!(cut);
-        assert_eq!(p, "hello wonder…");
-        assert_eq!(preview("数据库迁移失败", 3), ("数据库…".into(), true));
     }
 
     #[test]

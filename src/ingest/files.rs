@@ -8,38 +8,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::config::{SourceConfig, expand_home};
-
-/// The agent harness that wrote a log.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Harness {
-    Codex,
-    ClaudeCode,
-}
-
-impl Harness {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Codex => "codex",
-            Self::ClaudeCode => "claude-code",
-        }
-    }
-
-    pub fn parse(name: &str) -> Option<Self> {
-        match name {
-            "codex" => Some(Self::Codex),
-            "claude-code" | "claude" => Some(Self::ClaudeCode),
-            _ => None,
-        }
-    }
-
-    /// The source name used for files named on the command line.
-    pub fn default_source(self) -> &'static str {
-        match self {
-            Self::Codex => "codex",
-            Self::ClaudeCode => "claude",
-        }
-    }
-}
+use crate::vocab::Harness;
 
 /// One log file to ingest, and the session it holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,7 +36,7 @@ pub fn from_sources(sources: &[SourceConfig]) -> (Vec<LogFile>, Vec<DiscoverErro
     let mut found = Vec::new();
     let mut problems = Vec::new();
     for source in sources {
-        let harness = Harness::parse(&source.harness).expect("validated harness");
+        let harness = source.harness;
         let pattern = expand_home(&source.glob);
         let Ok(paths) = glob::glob(&pattern.to_string_lossy()) else {
             problems.push(DiscoverError::Unusable {

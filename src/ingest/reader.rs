@@ -17,11 +17,12 @@ use super::adapter::AdapterOutput;
 use super::claude::{Claude, ClaudeState};
 use super::codex::{Codex, CodexState};
 use super::draft::SelfTools;
-use super::files::{Harness, LogFile};
+use super::files::LogFile;
 use super::redact::Redactor;
-use super::rows::{CheckpointRow, EventRow, SessionRow, TurnRow};
 use super::session::{BuildSettings, SessionBuilder, SessionState};
+use crate::rows::{CheckpointRow, EventRow, SessionRow, TurnRow};
 use crate::tokenize::Indexer;
+use crate::vocab::Harness;
 
 /// Bytes hashed at each end of the consumed part of a file to recognise it again.
 const FINGERPRINT_BYTES: u64 = 4096;

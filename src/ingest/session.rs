@@ -6,8 +6,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::draft::{Draft, Ending, floor_char_boundary, preview};
-use super::rows::{EventRow, SessionRow, TurnRow};
+use super::draft::{Draft, Ending};
+use crate::rows::{EventRow, SessionRow, TurnRow};
+use crate::text::{floor_char_boundary, preview};
 use crate::tokenize::Indexer;
 use crate::vocab::{EventType, SessionMode};
 
@@ -203,7 +204,7 @@ impl SessionBuilder {
         } else {
             Default::default()
         };
-        let raw = super::rows::strip_text(draft.raw, &draft.text);
+        let raw = crate::rows::strip_text(draft.raw, &draft.text);
         events.push(EventRow {
             session_key: self.session_key,
             turn_ordinal: state.turn.ordinal,

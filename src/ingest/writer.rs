@@ -5,8 +5,8 @@ use std::collections::HashMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::reader::{Batch, Retraction, Stored};
-use super::rows::CheckpointRow;
 use crate::db::{Db, DbError};
+use crate::rows::CheckpointRow;
 
 /// Settings for the event insert: the index views run in parallel with the events view.
 const EVENT_INSERT_SETTINGS: &[(&str, &str)] = &[("parallel_view_processing", "1")];

@@ -1,4 +1,4 @@
-//! The spec's response envelopes, its error codes, and the mapping of every failure onto them.
+//! The spec's response envelopes, its error codes, and the one mapping of every failure onto them.
 
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -108,8 +108,9 @@ pub enum ToolError {
     NotFound { kind: &'static str, id: String },
     #[error("unsupported event type: {value}")]
     UnsupportedEventType { value: String },
-    #[error("the request ran past its {deadline_ms} ms deadline")]
-    Deadline { deadline_ms: u64 },
+    /// The call ran past its tool's deadline (the envelope names it: [`ToolError::body`]).
+    #[error("the request ran past its deadline")]
+    Deadline,
     #[error("the service is at capacity; retry shortly")]
     Busy,
     #[error("the session store is unavailable: {0}")]
@@ -134,7 +135,7 @@ impl ToolError {
             Self::InvalidId { .. } => ErrorCode::InvalidId,
             Self::NotFound { .. } => ErrorCode::NotFound,
             Self::UnsupportedEventType { .. } => ErrorCode::UnsupportedEventType,
-            Self::Deadline { .. } => ErrorCode::DeadlineExceeded,
+            Self::Deadline => ErrorCode::DeadlineExceeded,
             Self::Busy => ErrorCode::Busy,
             Self::Backend(_) => ErrorCode::BackendFailure,
             Self::ResourceExhausted => ErrorCode::ResourceExhausted,
@@ -142,8 +143,8 @@ impl ToolError {
         }
     }
 
-    /// The `error` object of the envelope.
-    pub fn body(&self) -> ErrorBody {
+    /// The `error` object of the envelope; `deadline_ms` is the deadline the call ran under.
+    pub fn body(&self, deadline_ms: u64) -> ErrorBody {
         let code = self.code();
         let mut details = Map::new();
         let message = match self {
@@ -171,6 +172,7 @@ impl ToolError {
             // Details stay in the logs: no SQL or internals reach the client.
             Self::Backend(_) => "the session store is unavailable; retry shortly".into(),
             Self::Internal(_) => "internal error; the server log has the details".into(),
+            Self::Deadline => format!("the request ran past its {deadline_ms} ms deadline"),
             _ => self.to_string(),
         };
         if code.retryable() {
@@ -182,16 +184,35 @@ impl ToolError {
             details,
         }
     }
+}
 
-    /// Maps a storage failure; `deadline_ms` is the deadline the request ran under.
-    pub fn from_db(error: DbError, deadline_ms: u64) -> Self {
+/// A storage failure, as the tool call that met it fails.
+impl From<DbError> for ToolError {
+    fn from(error: DbError) -> Self {
         match error {
             DbError::Busy => Self::Busy,
-            DbError::Deadline => Self::Deadline { deadline_ms },
+            DbError::Deadline => Self::Deadline,
             DbError::Unavailable(detail) | DbError::Server(detail) => Self::Backend(detail),
             DbError::ResourceExhausted(_) => Self::ResourceExhausted,
             DbError::Protocol(detail) | DbError::Statement(detail) => Self::Internal(detail),
         }
+    }
+}
+
+impl ErrorBody {
+    /// The compact text of `content[0].text` for a failed call of `tool`.
+    pub fn text(&self, tool: &str) -> String {
+        let field = self
+            .details
+            .get("field")
+            .and_then(Value::as_str)
+            .map(|f| format!(" (field {f})"))
+            .unwrap_or_default();
+        format!(
+            "{tool} failed: {}: {}{field}",
+            self.code.as_str(),
+            self.message
+        )
     }
 }
 
@@ -204,12 +225,12 @@ mod tests {
         let body = ToolError::UnsupportedEventType {
             value: "debug_trace".into(),
         }
-        .body();
+        .body(5000);
         assert_eq!(body.message, "unsupported event type: debug_trace");
         assert_eq!(body.details["field"], "event_types");
         assert_eq!(body.details["supported"].as_array().unwrap().len(), 8);
 
-        let body = ToolError::InvalidId { field: "id".into() }.body();
+        let body = ToolError::InvalidId { field: "id".into() }.body(5000);
         assert_eq!(body.message, "id is not a valid Moraine MCP ID");
         assert_eq!(body.details["field"], "id");
 
@@ -217,13 +238,19 @@ mod tests {
             kind: "event",
             id: "event:x".into(),
         }
-        .body();
+        .body(5000);
         assert_eq!(body.message, "event not found");
         assert_eq!(body.details["id"], "event:x");
 
-        let body = ToolError::Busy.body();
+        let body = ToolError::Busy.body(5000);
         assert_eq!(body.details["retryable"], true);
-        let body = ToolError::Backend("Code: 60. secret SQL".into()).body();
+        let body = ToolError::Deadline.body(5000);
+        assert_eq!(body.message, "the request ran past its 5000 ms deadline");
+        assert_eq!(
+            body.text("search_sessions"),
+            "search_sessions failed: deadline_exceeded: the request ran past its 5000 ms deadline"
+        );
+        let body = ToolError::Backend("Code: 60. secret SQL".into()).body(5000);
         assert!(!body.message.contains("SQL"));
     }
 }

@@ -1,302 +1,348 @@
 //! `search_sessions`: BM25 over the postings index, returning handles rather than payloads.
 //!
-//! Term document frequencies and corpus size come from the precomputed `term_df` and
-//! `corpus_stats` tables through a short-lived cache (`tools::stats`) and reach the scoring
-//! statement as parameters; postings carry everything scoring needs (the harness and source
-//! filters consult `sessions`). A second statement fetches the hits' events, turns and sessions
-//! for metadata and snippets.
+//! A search runs as its algorithm reads: the [`Scope`] it may look in, the [`statistics`] of its
+//! terms (document frequencies and corpus size from the precomputed `term_df` and
+//! `corpus_stats`, through a short-lived cache), [`score`] (one statement over the postings,
+//! which carry everything scoring needs), the hits' [`details`] (their events, turns and sessions
+//! in a second statement) and [`assemble`] (snippets, normalised scores, IDs).
+
+mod render;
+mod snippet;
+mod sql;
+pub mod wire;
 
 use std::collections::{HashMap, HashSet};
-use std::fmt::Write as _;
 use std::time::Instant;
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use jsonschema::error::ValidationErrorKind;
+use serde::Deserialize;
+use serde_json::{Value, json};
 
-use super::envelope::{Envelope, ToolError};
-use super::{Context, Success, format_ts, optional_str, optional_u64};
-use crate::ids::{self, Id, IdError};
+use super::context::{Answer, Budget, Context, Tool, optional_integer};
+use super::envelope::{Performance, ToolError};
+use super::querylog;
+use super::schema::{self, ID_PATTERN, InputRules};
+use super::stats::QueryStats;
+use crate::auth::Caller;
+use crate::config::{Config, SlaConfig};
+use crate::ids::{self, Id, IdError, IdKind};
+use crate::text::format_ts;
 use crate::tokenize::{query_terms, term_hash};
-use crate::vocab::EventType;
+use crate::vocab::{EventType, SELF_TRAFFIC_BIT};
+use sql::{Detail, EventDetail, ScoreShape, Scored, SessionDetail, TurnDetail};
+use wire::{Hit, HitEvent, HitTurn, OpenRefs, SearchData, SearchRequest, SessionBrief, Snippet};
 
-pub const NAME: &str = "search_sessions";
-pub const SCHEMA_VERSION: &str = "moraine.mcp.search_sessions.v1";
+const MAX_QUERY_CHARS: u64 = 4096;
+const MAX_N_HITS: u64 = 50;
 const DEFAULT_N_HITS: u32 = 10;
+/// Snippets look at most this much of an event's text.
+const SNIPPET_TEXT_BYTES: u32 = 256 * 1024;
 
-/// The canonical request: trimmed query, defaults applied, event types deduplicated in
-/// canonical order.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
-pub struct SearchRequest {
-    pub query: String,
-    pub within_id: Option<String>,
-    pub event_types: Vec<EventType>,
-    pub n_hits: u32,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub harness: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub source: Option<String>,
+/// The `search_sessions` tool.
+pub struct SearchSessions;
+
+/// The arguments, as the published schema accepted them.
+#[derive(Debug, Deserialize)]
+pub struct Args {
+    query: String,
+    #[serde(default)]
+    within_id: Option<String>,
+    #[serde(default)]
+    event_types: Option<Vec<EventType>>,
+    #[serde(default, deserialize_with = "optional_integer")]
+    n_hits: Option<u32>,
+    #[serde(default)]
+    harness: Option<String>,
+    #[serde(default)]
+    source: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
-pub struct SearchData {
-    pub result_count: u32,
-    pub limit: u32,
-    /// More matches exist beyond `limit`.
-    pub truncated: bool,
-    pub results: Vec<Hit>,
+impl Args {
+    /// The canonical request: trimmed query, defaults applied, event types deduplicated in
+    /// canonical order.
+    fn canonical(self) -> SearchRequest {
+        let mut event_types = self
+            .event_types
+            .unwrap_or_else(|| EventType::DEFAULT_SEARCH.to_vec());
+        event_types.sort();
+        event_types.dedup();
+        SearchRequest {
+            query: self.query.trim().to_owned(),
+            within_id: self.within_id,
+            event_types,
+            n_hits: self.n_hits.unwrap_or(DEFAULT_N_HITS),
+            harness: self.harness,
+            source: self.source,
+        }
+    }
 }
 
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
-pub struct Hit {
-    pub rank: u32,
-    /// Relevance in 0.0–1.0, comparable within one response only.
-    pub score: f64,
-    pub id: String,
-    pub event: HitEvent,
-    pub turn: HitTurn,
-    pub session: SessionBrief,
-    pub snippet: Snippet,
-    pub open: OpenRefs,
-}
+impl Tool for SearchSessions {
+    const NAME: &'static str = "search_sessions";
+    const TITLE: &'static str = "Search sessions";
+    const DESCRIPTION: &'static str = "Find events in past agent sessions by words (BM25). Returns ranked handles with short \
+             snippets and the event, turn and session IDs to pass to `open`; never full payloads. \
+             Default event types: user_input, assistant_response, tool_response.";
+    const SCHEMA_VERSION: &'static str = "moraine.mcp.search_sessions.v1";
 
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
-pub struct HitEvent {
-    pub id: String,
-    #[serde(rename = "type")]
-    pub event_type: EventType,
-    pub timestamp: String,
-    pub ordinal: u32,
-    pub terminal: bool,
-}
+    type Args = Args;
+    type Request = SearchRequest;
+    type Data = SearchData;
 
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
-pub struct HitTurn {
-    pub id: String,
-    pub ordinal: u32,
-    pub completed: bool,
-    pub event_count: u32,
-}
+    fn input_schema() -> Value {
+        let types: Vec<&str> = EventType::SEARCHABLE.iter().map(|t| t.as_str()).collect();
+        json!({
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["query"],
+            "properties": {
+                "query": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": MAX_QUERY_CHARS,
+                    "pattern": "\\S",
+                    "description": "Words to look for (BM25 over words; quotes and operators are not special). Leading and trailing whitespace is ignored."
+                },
+                "within_id": {
+                    "type": ["string", "null"],
+                    "pattern": ID_PATTERN,
+                    "description": "Search only this session or turn (an ID returned by this server). Event IDs are not accepted."
+                },
+                "event_types": {
+                    "type": ["array", "null"],
+                    "minItems": 1,
+                    "items": { "type": "string", "enum": types },
+                    "description": "Event types to search. Default: user_input, assistant_response, tool_response."
+                },
+                "n_hits": {
+                    "type": ["integer", "null"],
+                    "minimum": 1,
+                    "maximum": MAX_N_HITS,
+                    "description": "Hits to return, 1–50. Default 10."
+                },
+                "harness": schema::name_filter("harness (e.g. codex, claude-code)"),
+                "source": schema::name_filter("source name"),
+            }
+        })
+    }
 
-/// Session metadata as shown on a hit.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
-pub struct SessionBrief {
-    pub id: String,
-    pub title: String,
-    pub source: String,
-    pub harness: String,
-    pub started_at: String,
-    pub updated_at: String,
-    pub completed: bool,
-}
+    fn input_rules() -> InputRules {
+        InputRules {
+            id_fields: &["within_id"],
+            special: |field, error| {
+                // A name outside the vocabulary (or `unknown`) in the list is its own error.
+                let in_list = error.instance_path().as_str() != "/event_types";
+                (field == "event_types"
+                    && in_list
+                    && matches!(error.kind(), ValidationErrorKind::Enum { .. }))
+                .then(|| {
+                    let value = error.instance();
+                    ToolError::UnsupportedEventType {
+                        value: value
+                            .as_str()
+                            .map_or_else(|| value.to_string(), str::to_owned),
+                    }
+                })
+            },
+            message: |field, kind| {
+                Some(match field {
+                    "query" if matches!(kind, ValidationErrorKind::MaxLength { .. }) => {
+                        format!("query must be at most {MAX_QUERY_CHARS} characters")
+                    }
+                    "query" => "query must be a non-empty string".into(),
+                    "n_hits" => format!("n_hits must be an integer between 1 and {MAX_N_HITS}"),
+                    "event_types" if matches!(kind, ValidationErrorKind::MinItems { .. }) => {
+                        "event_types must contain at least one event type".into()
+                    }
+                    "event_types" => "event_types must be an array of event type names".into(),
+                    "within_id" => "within_id must be a session or turn ID string".into(),
+                    "harness" | "source" => schema::name_filter_message(field),
+                    _ => return None,
+                })
+            },
+        }
+    }
 
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
-pub struct Snippet {
-    pub text: String,
-    /// The snippet is not the event's full text.
-    pub truncated: bool,
-}
+    fn budget(config: &Config) -> Budget {
+        Budget {
+            deadline_ms: config.tools.search_deadline_ms,
+            fallback_sla_ms: config.sla.search_100k,
+        }
+    }
 
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
-pub struct OpenRefs {
-    pub event_id: String,
-    pub turn_id: String,
-    pub session_id: String,
-}
+    async fn run(ctx: &Context, args: Args, deadline: Instant) -> Result<Answer<Self>, ToolError> {
+        let request = args.canonical();
+        let scope = Scope::of(request.within_id.as_deref())?;
+        let sla_target_ms = scope.sla_target(&ctx.config.sla, ctx.stats.documents());
+        let mut warnings = Vec::new();
+        let terms = bounded_terms(
+            &request.query,
+            ctx.config.tools.max_query_terms,
+            &mut warnings,
+        );
+        if terms.is_empty() {
+            scope
+                .ensure_exists(ctx, request.within_id.as_deref(), deadline)
+                .await?;
+            warnings.push(
+                "the query has no searchable terms (words of at least two letters or digits)"
+                    .into(),
+            );
+            return Ok(answer(request, Vec::new(), false, warnings, sla_target_ms));
+        }
+        let hashes: Vec<u64> = terms.iter().map(|t| term_hash(t)).collect();
+        let statistics = ctx.stats.for_terms(&ctx.db, &hashes, deadline).await?;
+        let (scored, truncated) =
+            score(ctx, &request, &scope, &hashes, &statistics, deadline).await?;
+        if scored.is_empty() {
+            scope
+                .ensure_exists(ctx, request.within_id.as_deref(), deadline)
+                .await?;
+            return Ok(answer(request, Vec::new(), false, warnings, sla_target_ms));
+        }
+        let details = details(ctx, &scored, deadline).await?;
+        let hits = assemble(&scored, &details, terms, ctx.config.tools.snippet_chars);
+        Ok(answer(request, hits, truncated, warnings, sla_target_ms))
+    }
 
-pub type SearchEnvelope = Envelope<SearchRequest, SearchData>;
+    fn render(answer: &Answer<Self>) -> String {
+        render::text(&answer.request, &answer.data)
+    }
+
+    /// Every search is logged with its hits (in the background; never fails the call).
+    fn answered(ctx: &Context, answer: &Answer<Self>, performance: &Performance, caller: &Caller) {
+        let request = &answer.request;
+        let query_id = uuid::Uuid::new_v4().to_string();
+        let ts = (time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000) as i64;
+        let hits = answer
+            .data
+            .results
+            .iter()
+            .map(|hit| querylog::HitRow {
+                ts,
+                query_id: query_id.clone(),
+                rank: hit.rank as u8,
+                score: hit.score as f32,
+                event_id: hit.id.clone(),
+                session_id: hit.session.id.clone(),
+            })
+            .collect();
+        ctx.query_log.record(querylog::Entry {
+            query: querylog::QueryRow {
+                ts,
+                query_id,
+                query: request.query.clone(),
+                within_id: request.within_id.clone().unwrap_or_default(),
+                event_types: request
+                    .event_types
+                    .iter()
+                    .map(|t| t.as_str().to_owned())
+                    .collect(),
+                harness: request.harness.clone().unwrap_or_default(),
+                source: request.source.clone().unwrap_or_default(),
+                n_hits: request.n_hits as u8,
+                result_count: answer.data.result_count as u8,
+                truncated: answer.data.truncated,
+                terms: query_terms(&request.query).len() as u16,
+                corpus_docs: ctx.stats.documents(),
+                elapsed_ms: performance.elapsed_ms as u32,
+                met_sla: performance.met_sla,
+                client: caller.0.clone(),
+            },
+            hits,
+        });
+    }
+}
 
 /// Where a search looks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Scope {
     All,
     Session { session: u64 },
     Turn { session: u64, ordinal: u32 },
 }
 
-#[derive(Debug, clickhouse::Row, Deserialize)]
-struct Scored {
-    sess: u64,
-    doc: u64,
-    turn_ordinal: u32,
-    score: f64,
-}
-
-/// One row of [`DETAILS_SQL`]: `part` says which table it comes from and what the columns mean.
-#[derive(Debug, clickhouse::Row, Deserialize)]
-struct Detail {
-    part: u8,
-    session_key: u64,
-    key: u64,
-    a: u32,
-    b: u32,
-    c: u32,
-    flag: bool,
-    t1: i64,
-    t2: i64,
-    s1: String,
-    s2: String,
-    s3: String,
-}
-
-/// Scores documents with BM25; the statistics arrive as parameters. `{scope}` is one of the
-/// fixed fragments below. Ties break by event time (the high bits of `doc`), then event ID.
-/// `{turn}`, `{score}` and `{group}` come from [`ScoreShape`].
-const SCORE_SQL: &str = "
-SELECT sess, doc, {turn} AS turn_ordinal, {score} AS score
-FROM postings
-WHERE term IN {terms:Array(UInt64)} AND kind IN {kinds:Array(UInt8)} {scope}
-{group}
-ORDER BY score DESC, bitShiftRight(doc, 20) DESC, sess ASC, doc ASC
-LIMIT {limit:UInt32}";
-
-/// One posting's BM25 contribution.
-const CONTRIBUTION: &str =
-    "transform(term, {terms:Array(UInt64)}, {idfs:Array(Float64)}, 0.) * tf * ({k1:Float64} + 1)
-        / (tf + {k1:Float64} * (1 - {b:Float64} + {b:Float64} * doc_len / {avgdl:Float64}))";
-
-/// How postings become document scores.
-#[derive(Clone, Copy)]
-enum ScoreShape {
-    /// Several terms: a document's postings are summed.
-    Summed,
-    /// One term: a document has exactly one posting (postings are unique per term and event),
-    /// so it is its own score and the hash aggregation, more than half the work, is skipped.
-    /// `sum` of one value is that value, so scores are bit-for-bit those of [`Self::Summed`].
-    Single,
-}
-
-impl ScoreShape {
-    fn sql(self, scope: &str) -> String {
-        let (turn, score, group) = match self {
-            Self::Summed => (
-                "any(turn)",
-                format!("sum({CONTRIBUTION})"),
-                "GROUP BY sess, doc",
-            ),
-            Self::Single => ("turn", CONTRIBUTION.to_owned(), ""),
+impl Scope {
+    /// The scope named by `within_id`: a session or turn of this service.
+    fn of(within_id: Option<&str>) -> Result<Self, ToolError> {
+        let Some(text) = within_id else {
+            return Ok(Self::All);
         };
-        SCORE_SQL
-            .replace("{scope}", scope)
-            .replace("{turn}", turn)
-            .replace("{score}", &score)
-            .replace("{group}", group)
+        let not_found = |kind: IdKind| ToolError::NotFound {
+            kind: kind.as_str(),
+            id: text.to_owned(),
+        };
+        match Id::parse(text) {
+            Ok(Id::Session { session }) => Ok(Self::Session { session }),
+            Ok(Id::Turn { session, turn }) => u32::try_from(turn)
+                .map(|ordinal| Self::Turn { session, ordinal })
+                .map_err(|_| not_found(IdKind::Turn)),
+            Ok(Id::Event { .. }) | Err(IdError::Unknown(IdKind::Event)) => Err(ToolError::invalid(
+                "within_id",
+                "within_id accepts session and turn IDs, not event IDs",
+            )),
+            Err(IdError::Unknown(kind)) => Err(not_found(kind)),
+            Err(IdError::Malformed) => Err(ToolError::InvalidId {
+                field: "within_id".into(),
+            }),
+        }
     }
-}
 
-const SCOPE_SESSION: &str = "AND sess = {s:UInt64}";
-const SCOPE_TURN: &str = "AND sess = {s:UInt64} AND turn = {t:UInt32}";
-const FILTER_HARNESS: &str =
-    "AND sess IN (SELECT session_key FROM sessions FINAL WHERE harness = {harness:String})";
-const FILTER_SOURCE: &str =
-    "AND sess IN (SELECT session_key FROM sessions FINAL WHERE source = {source:String})";
-
-/// The hits' events (with text for snippets), their turns and their sessions, in one statement:
-/// part 1 events (key = event, a = ordinal, b = turn ordinal, c = type, t1 = time, s1 = text),
-/// part 2 turns (key = turn, a = ordinal, b = event count, flag = completed, t1 = terminal event),
-/// part 3 sessions (flag = completed, t1/t2 = started/updated, s1..s3 = title, harness, source).
-const DETAILS_SQL: &str = "
-SELECT toUInt8(1) AS part, session_key, event_key AS key, ordinal AS a, turn_ordinal AS b, toUInt32(event_type) AS c,
-       false AS flag, toUnixTimestamp64Milli(ts) AS t1, toInt64(0) AS t2, substring(text, 1, {text_bytes:UInt32}) AS s1,
-       '' AS s2, '' AS s3
-FROM events WHERE session_key IN {sessions:Array(UInt64)} AND event_key IN {events:Array(UInt64)}
-UNION ALL
-SELECT toUInt8(2), session_key, toUInt64(ordinal), ordinal, event_count, toUInt32(0), completed, reinterpretAsInt64(terminal_event_key),
-       toInt64(0), '', '', ''
-FROM turns FINAL
-WHERE session_key IN {sessions:Array(UInt64)} AND (session_key, ordinal) IN {turns:Array(Tuple(UInt64, UInt32))}
-UNION ALL
-SELECT toUInt8(3), session_key, toUInt64(0), toUInt32(0), toUInt32(0), toUInt32(0), completed, toUnixTimestamp64Milli(started_at),
-       toUnixTimestamp64Milli(updated_at), title, toString(harness), toString(source)
-FROM sessions FINAL WHERE session_key IN {sessions:Array(UInt64)}";
-
-/// Snippets look at most this much of an event's text.
-const SNIPPET_TEXT_BYTES: u32 = 256 * 1024;
-
-/// Whether the scope of an empty scoped search exists (`not_found` otherwise); asked only when
-/// nothing matched, so scoped searches that find something take no extra round trip.
-/// (A session exists when its first turn does.)
-const SCOPE_EXISTS_SQL: &str =
-    "SELECT count() FROM turns WHERE session_key = {s:UInt64} AND ordinal = {t:UInt32}";
-
-/// Parses the (already schema-valid) arguments into the canonical request.
-pub fn canonical(args: &Map<String, Value>) -> SearchRequest {
-    let query = optional_str(args, "query")
-        .unwrap_or_default()
-        .trim()
-        .to_owned();
-    let mut event_types: Vec<EventType> = match args.get("event_types") {
-        Some(Value::Array(items)) => items
-            .iter()
-            .filter_map(|v| v.as_str().and_then(EventType::parse))
-            .collect(),
-        _ => EventType::DEFAULT_SEARCH.to_vec(),
-    };
-    event_types.sort();
-    event_types.dedup();
-    SearchRequest {
-        query,
-        within_id: optional_str(args, "within_id"),
-        event_types,
-        n_hits: optional_u64(args, "n_hits").map_or(DEFAULT_N_HITS, |n| n as u32),
-        harness: optional_str(args, "harness"),
-        source: optional_str(args, "source"),
-    }
-}
-
-pub async fn run(
-    ctx: &Context,
-    args: &Map<String, Value>,
-    deadline: Instant,
-) -> Result<Success, ToolError> {
-    let request = canonical(args);
-    let deadline_ms = ctx.config.tools.search_deadline_ms;
-    let db_error = |e| ToolError::from_db(e, deadline_ms);
-    let sla = &ctx.config.sla;
-    let mut warnings = Vec::new();
-
-    let scope = match request.within_id.as_deref() {
-        None => Scope::All,
-        Some(text) => match Id::parse(text) {
-            Ok(Id::Session { session }) => Scope::Session { session },
-            Ok(Id::Turn { session, turn }) => match u32::try_from(turn) {
-                Ok(ordinal) => Scope::Turn { session, ordinal },
-                Err(_) => {
-                    return Err(ToolError::NotFound {
-                        kind: "turn",
-                        id: text.to_owned(),
-                    });
-                }
+    /// The spec's target for a search in this scope over a corpus of `docs` documents.
+    fn sla_target(self, sla: &SlaConfig, docs: u64) -> u64 {
+        match self {
+            Self::Turn { .. } => sla.search_within_turn,
+            Self::Session { .. } => sla.search_within_session,
+            Self::All => match docs {
+                0..=100_000 => sla.search_100k,
+                100_001..=500_000 => sla.search_500k,
+                _ => sla.search_1m,
             },
-            Ok(Id::Event { .. }) | Err(IdError::Unknown(ids::IdKind::Event)) => {
-                return Err(ToolError::invalid(
-                    "within_id",
-                    "within_id accepts session and turn IDs, not event IDs",
-                ));
-            }
-            Err(IdError::Unknown(kind)) => {
-                return Err(ToolError::NotFound {
-                    kind: kind.as_str(),
-                    id: text.to_owned(),
-                });
-            }
-            Err(IdError::Malformed) => {
-                return Err(ToolError::InvalidId {
-                    field: "within_id".into(),
-                });
-            }
-        },
-    };
+        }
+    }
 
-    let mut terms = query_terms(&request.query);
-    let max_terms = ctx.config.tools.max_query_terms;
+    /// The scope's fragment of the scoring statement and its parameters (session, turn).
+    fn sql(self) -> (&'static str, u64, u32) {
+        match self {
+            Self::All => ("", 0, 0),
+            Self::Session { session } => (sql::SCOPE_SESSION, session, 0),
+            Self::Turn { session, ordinal } => (sql::SCOPE_TURN, session, ordinal),
+        }
+    }
+
+    /// Fails with `not_found` (naming `within_id`) when a scoped search names a session or turn
+    /// that does not exist.
+    async fn ensure_exists(
+        self,
+        ctx: &Context,
+        within_id: Option<&str>,
+        deadline: Instant,
+    ) -> Result<(), ToolError> {
+        let (session, ordinal, kind) = match self {
+            Self::All => return Ok(()),
+            Self::Session { session } => (session, 1, IdKind::Session),
+            Self::Turn { session, ordinal } => (session, ordinal, IdKind::Turn),
+        };
+        let count: Option<u64> = ctx
+            .db
+            .read("search_scope", sql::SCOPE_EXISTS_SQL)
+            .param("s", session)
+            .param("t", ordinal)
+            .fetch_optional(&ctx.db, deadline)
+            .await?;
+        if count.unwrap_or(0) == 0 {
+            return Err(ToolError::NotFound {
+                kind: kind.as_str(),
+                id: within_id.unwrap_or_default().to_owned(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// The query's distinct terms, at most `max_terms` of them (with a warning when cut).
+fn bounded_terms(query: &str, max_terms: usize, warnings: &mut Vec<String>) -> Vec<String> {
+    let mut terms = query_terms(query);
     if terms.len() > max_terms {
         warnings.push(format!(
             "the query has {} distinct terms; only the first {max_terms} were used",
@@ -304,166 +350,156 @@ pub async fn run(
         ));
         terms.truncate(max_terms);
     }
-    let sla_target_ms = match scope {
-        Scope::Turn { .. } => sla.search_within_turn,
-        Scope::Session { .. } => sla.search_within_session,
-        Scope::All => global_target(sla, ctx.stats.documents()),
-    };
-    if terms.is_empty() {
-        scope_exists(ctx, &scope, request.within_id.as_deref(), deadline).await?;
-        warnings.push(
-            "the query has no searchable terms (words of at least two letters or digits)".into(),
-        );
-        return Ok(success(request, Vec::new(), false, warnings, sla_target_ms));
-    }
+    terms
+}
 
+/// The top `n_hits` documents by BM25, and whether more matched.
+async fn score(
+    ctx: &Context,
+    request: &SearchRequest,
+    scope: &Scope,
+    hashes: &[u64],
+    statistics: &QueryStats,
+    deadline: Instant,
+) -> Result<(Vec<Scored>, bool), ToolError> {
+    let include_self = ctx.config.tools.include_self_events;
     let kinds: Vec<u8> = request
         .event_types
         .iter()
         .flat_map(|t| {
-            let code = t.code();
-            // Bit 7 marks this service's own tool traffic, searched only when configured.
-            if ctx.config.tools.include_self_events {
-                vec![code, code | 0x80]
-            } else {
-                vec![code]
-            }
+            let own = include_self.then_some(t.code() | SELF_TRAFFIC_BIT);
+            std::iter::once(t.code()).chain(own)
         })
         .collect();
-    let mut scope_sql = String::new();
-    let (mut session_param, mut turn_param) = (0u64, 0u32);
-    match scope {
-        Scope::All => {}
-        Scope::Session { session } => {
-            scope_sql.push_str(SCOPE_SESSION);
-            session_param = session;
-        }
-        Scope::Turn { session, ordinal } => {
-            scope_sql.push_str(SCOPE_TURN);
-            session_param = session;
-            turn_param = ordinal;
-        }
-    }
+    let (scope_sql, session, turn) = scope.sql();
+    let mut fragments = vec![scope_sql];
     if request.harness.is_some() {
-        let _ = write!(scope_sql, " {FILTER_HARNESS}");
+        fragments.push(sql::FILTER_HARNESS);
     }
     if request.source.is_some() {
-        let _ = write!(scope_sql, " {FILTER_SOURCE}");
+        fragments.push(sql::FILTER_SOURCE);
     }
-    let hashes: Vec<u64> = terms.iter().map(|t| term_hash(t)).collect();
-    let stats = ctx
-        .stats
-        .for_terms(&ctx.db, &hashes, deadline)
-        .await
-        .map_err(db_error)?;
-    let shape = if hashes.len() == 1 {
-        ScoreShape::Single
-    } else {
-        ScoreShape::Summed
-    };
-    let sql = shape.sql(&scope_sql);
-    let scored: Vec<Scored> = ctx
+    let statement = ScoreShape::for_terms(hashes.len()).sql(&fragments.join(" "));
+    let bm25 = &ctx.config.bm25;
+    let mut scored: Vec<Scored> = ctx
         .db
-        .read("search_score", &sql)
-        .param("terms", &hashes)
-        .param("idfs", &stats.idfs)
-        .param("avgdl", stats.average_length)
+        .read("search_score", &statement)
+        .param("terms", hashes)
+        .param("idfs", &statistics.idfs)
+        .param("avgdl", statistics.average_length)
         .param("kinds", &kinds)
-        .param("k1", ctx.config.bm25.k1)
-        .param("b", ctx.config.bm25.b)
+        .param("k1", bm25.k1)
+        .param("b", bm25.b)
         .param("limit", request.n_hits + 1)
-        .param("s", session_param)
-        .param("t", turn_param)
+        .param("s", session)
+        .param("t", turn)
         .param("harness", request.harness.as_deref().unwrap_or(""))
         .param("source", request.source.as_deref().unwrap_or(""))
         .fetch_all(&ctx.db, deadline)
-        .await
-        .map_err(db_error)?;
+        .await?;
     let truncated = scored.len() > request.n_hits as usize;
-    let scored = &scored[..scored.len().min(request.n_hits as usize)];
-    if scored.is_empty() {
-        scope_exists(ctx, &scope, request.within_id.as_deref(), deadline).await?;
-        return Ok(success(request, Vec::new(), false, warnings, sla_target_ms));
-    }
+    scored.truncate(request.n_hits as usize);
+    Ok((scored, truncated))
+}
 
+/// The scored documents' events, turns and sessions, by key.
+#[derive(Default)]
+struct Details {
+    events: HashMap<(u64, u64), EventDetail>,
+    turns: HashMap<(u64, u32), TurnDetail>,
+    sessions: HashMap<u64, SessionDetail>,
+}
+
+async fn details(
+    ctx: &Context,
+    scored: &[Scored],
+    deadline: Instant,
+) -> Result<Details, ToolError> {
     let sessions: Vec<u64> = unique(scored.iter().map(|s| s.sess));
     let events: Vec<u64> = unique(scored.iter().map(|s| s.doc));
     let turns: Vec<(u64, u32)> = unique(scored.iter().map(|s| (s.sess, s.turn_ordinal)));
-    let details: Vec<Detail> = ctx
+    let rows: Vec<sql::DetailRow> = ctx
         .db
-        .read("search_details", DETAILS_SQL)
+        .read("search_details", sql::DETAILS_SQL)
         .param("sessions", &sessions)
         .param("events", &events)
         .param("turns", &turns)
         .param("text_bytes", SNIPPET_TEXT_BYTES)
         .fetch_all(&ctx.db, deadline)
-        .await
-        .map_err(db_error)?;
-    let mut event_rows: HashMap<(u64, u64), &Detail> = HashMap::new();
-    let mut turn_rows: HashMap<(u64, u32), &Detail> = HashMap::new();
-    let mut session_rows: HashMap<u64, &Detail> = HashMap::new();
-    for row in &details {
-        match row.part {
-            1 => {
-                event_rows.insert((row.session_key, row.key), row);
+        .await?;
+    let mut details = Details::default();
+    for row in rows {
+        match Detail::from(row) {
+            Detail::Event(e) => {
+                details.events.insert((e.session, e.event), e);
             }
-            2 => {
-                turn_rows.insert((row.session_key, row.a), row);
+            Detail::Turn(t) => {
+                details.turns.insert((t.session, t.ordinal), t);
             }
-            _ => {
-                session_rows.insert(row.session_key, row);
+            Detail::Session(s) => {
+                details.sessions.insert(s.session, s);
             }
         }
     }
-    let top = scored[0].score.max(f64::MIN_POSITIVE);
-    let term_set: HashSet<String> = terms.into_iter().collect();
-    let snippet_chars = ctx.config.tools.snippet_chars;
+    Ok(details)
+}
+
+/// The hits, in score order: normalised scores, snippets and the IDs to open. A document
+/// retracted between the two statements simply drops out.
+fn assemble(
+    scored: &[Scored],
+    details: &Details,
+    terms: Vec<String>,
+    snippet_chars: usize,
+) -> Vec<Hit> {
+    let top = scored
+        .first()
+        .map_or(1.0, |s| s.score)
+        .max(f64::MIN_POSITIVE);
+    let terms: HashSet<String> = terms.into_iter().collect();
     let mut hits = Vec::with_capacity(scored.len());
     for doc in scored {
-        // A document retracted between the two statements simply drops out.
-        let Some(event) = event_rows.get(&(doc.sess, doc.doc)) else {
+        let Some(event) = details.events.get(&(doc.sess, doc.doc)) else {
             continue;
         };
-        let (turn, session) = (
-            turn_rows.get(&(doc.sess, event.b)),
-            session_rows.get(&doc.sess),
-        );
+        let turn = details.turns.get(&(doc.sess, event.turn_ordinal));
+        let session = details.sessions.get(&doc.sess);
         let (Some(turn), Some(session)) = (turn, session) else {
             continue;
         };
         let event_id = ids::event_id(doc.sess, doc.doc);
-        let turn_id = ids::turn_id(doc.sess, turn.a as u64);
+        let turn_id = ids::turn_id(doc.sess, turn.ordinal.into());
         let session_id = ids::session_id(doc.sess);
-        let (text, cut) = super::snippet::snippet(&event.s1, &term_set, snippet_chars);
+        let (text, cut) = snippet::snippet(&event.text, &terms, snippet_chars);
         hits.push(Hit {
             rank: hits.len() as u32 + 1,
             score: round4(doc.score / top),
             id: event_id.clone(),
             event: HitEvent {
                 id: event_id.clone(),
-                event_type: EventType::from_code(event.c as u8).unwrap_or(EventType::Unknown),
-                timestamp: format_ts(event.t1),
-                ordinal: event.a,
-                terminal: turn.t1 as u64 == doc.doc,
+                event_type: EventType::from_code(event.event_type).unwrap_or(EventType::Unknown),
+                timestamp: format_ts(event.ts),
+                ordinal: event.ordinal,
+                terminal: turn.terminal_event == doc.doc,
             },
             turn: HitTurn {
                 id: turn_id.clone(),
-                ordinal: turn.a,
-                completed: turn.flag,
-                event_count: turn.b,
+                ordinal: turn.ordinal,
+                completed: turn.completed,
+                event_count: turn.event_count,
             },
             session: SessionBrief {
                 id: session_id.clone(),
-                title: session.s1.clone(),
-                source: session.s3.clone(),
-                harness: session.s2.clone(),
-                started_at: format_ts(session.t1),
-                updated_at: format_ts(session.t2),
-                completed: session.flag,
+                title: session.title.clone(),
+                source: session.source.clone(),
+                harness: session.harness.clone(),
+                started_at: format_ts(session.started_at),
+                updated_at: format_ts(session.updated_at),
+                completed: session.completed,
             },
             snippet: Snippet {
                 text,
-                truncated: cut || event.s1.len() as u32 >= SNIPPET_TEXT_BYTES,
+                truncated: cut || event.text.len() as u32 >= SNIPPET_TEXT_BYTES,
             },
             open: OpenRefs {
                 event_id,
@@ -472,69 +508,27 @@ pub async fn run(
             },
         });
     }
-    Ok(success(request, hits, truncated, warnings, sla_target_ms))
+    hits
 }
 
-/// Fails with `not_found` when a scoped search names a session or turn that does not exist.
-async fn scope_exists(
-    ctx: &Context,
-    scope: &Scope,
-    within_id: Option<&str>,
-    deadline: Instant,
-) -> Result<(), ToolError> {
-    let (session, ordinal, kind) = match *scope {
-        Scope::All => return Ok(()),
-        Scope::Session { session } => (session, 1, "session"),
-        Scope::Turn { session, ordinal } => (session, ordinal, "turn"),
-    };
-    let deadline_ms = ctx.config.tools.search_deadline_ms;
-    let count: Option<u64> = ctx
-        .db
-        .read("search_scope", SCOPE_EXISTS_SQL)
-        .param("s", session)
-        .param("t", ordinal)
-        .fetch_optional(&ctx.db, deadline)
-        .await
-        .map_err(|e| ToolError::from_db(e, deadline_ms))?;
-    if count.unwrap_or(0) == 0 {
-        return Err(ToolError::NotFound {
-            kind,
-            id: within_id.unwrap_or_default().to_owned(),
-        });
-    }
-    Ok(())
-}
-
-fn success(
+fn answer(
     request: SearchRequest,
     hits: Vec<Hit>,
     truncated: bool,
     warnings: Vec<String>,
     sla_target_ms: u64,
-) -> Success {
+) -> Answer<SearchSessions> {
     let data = SearchData {
         result_count: hits.len() as u32,
         limit: request.n_hits,
         truncated,
         results: hits,
     };
-    let text = super::render::search(&request, &data);
-    Success::new(
-        SCHEMA_VERSION,
-        &request,
-        &data,
+    Answer {
+        request,
+        data,
         warnings,
         sla_target_ms,
-        text,
-    )
-}
-
-/// The spec's global-search target for a corpus of `docs` searchable documents.
-fn global_target(sla: &crate::config::SlaConfig, docs: u64) -> u64 {
-    match docs {
-        0..=100_000 => sla.search_100k,
-        100_001..=500_000 => sla.search_500k,
-        _ => sla.search_1m,
     }
 }
 
@@ -547,4 +541,66 @@ fn unique<T: Ord>(values: impl Iterator<Item = T>) -> Vec<T> {
 
 fn round4(x: f64) -> f64 {
     (x * 10_000.0).round() / 10_000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_canonical_request_trims_applies_defaults_and_orders_types() {
+        let args: Args = serde_json::from_value(json!({
+            "query": "  cargo test ",
+            "event_types": ["tool_response", "user_input", "user_input"],
+            "n_hits": 5.0,
+            "harness": "codex"
+        }))
+        .unwrap();
+        let request = args.canonical();
+        assert_eq!(request.query, "cargo test");
+        assert_eq!(
+            request.event_types,
+            [EventType::UserInput, EventType::ToolResponse]
+        );
+        assert_eq!(request.n_hits, 5);
+        assert_eq!(request.harness.as_deref(), Some("codex"));
+        let request = serde_json::from_value::<Args>(json!({"query": "x", "within_id": null}))
+            .unwrap()
+            .canonical();
+        assert_eq!(request.event_types, EventType::DEFAULT_SEARCH);
+        assert_eq!(request.n_hits, DEFAULT_N_HITS);
+        assert_eq!(request.within_id, None);
+    }
+
+    #[test]
+    fn test_scopes_from_within_id() {
+        assert_eq!(Scope::of(None).unwrap(), Scope::All);
+        let session = ids::session_id(7);
+        assert_eq!(
+            Scope::of(Some(&session)).unwrap(),
+            Scope::Session { session: 7 }
+        );
+        let turn = ids::turn_id(7, 3);
+        assert_eq!(
+            Scope::of(Some(&turn)).unwrap(),
+            Scope::Turn {
+                session: 7,
+                ordinal: 3
+            }
+        );
+        let event = ids::event_id(7, 3);
+        assert!(matches!(
+            Scope::of(Some(&event)),
+            Err(ToolError::InvalidRequest { .. })
+        ));
+        assert!(matches!(
+            Scope::of(Some("session:???")),
+            Err(ToolError::InvalidId { .. })
+        ));
+        let huge_turn = ids::turn_id(7, u64::from(u32::MAX) + 1);
+        assert!(matches!(
+            Scope::of(Some(&huge_turn)),
+            Err(ToolError::NotFound { kind: "turn", .. })
+        ));
+    }
 }

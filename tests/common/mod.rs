@@ -12,13 +12,11 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use moraine_mcp::config::Config;
+use moraine_mcp::config::{Config, Settings};
 use moraine_mcp::db::Db;
 use moraine_mcp::embedded::{Engine, Environment};
 use moraine_mcp::metrics::Metrics;
-use moraine_mcp::tools::Tools;
-use moraine_mcp::tools::querylog::QueryLog;
-use moraine_mcp::{ingest, migrate, server};
+use moraine_mcp::{app, ingest, migrate};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -64,11 +62,11 @@ pub fn shared_engine_url() -> String {
     engine.lock().unwrap().url()
 }
 
-/// A configuration pointing at `url` with a database of its own.
-pub fn config_for(url: &str) -> Config {
+/// Settings pointing at `url` with a database of its own.
+pub fn config_for(url: &str) -> Settings {
     static COUNTER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let mut config = Config::default();
+    let mut config = Settings::default();
     config.clickhouse.url = url.to_owned();
     config.clickhouse.database = format!(
         "t{}_{}_{n}",
@@ -76,13 +74,14 @@ pub fn config_for(url: &str) -> Config {
         uuid::Uuid::new_v4().simple()
     );
     config.clickhouse.startup_wait_secs = 20;
-    config.server.listen = "127.0.0.1:0".into();
+    config.server.listen = "127.0.0.1:0".parse().unwrap();
+    config.server.shutdown_grace_secs = 5;
     config.ingest.batch_events = 500;
     config
 }
 
 /// A fresh, migrated database on the shared engine.
-pub async fn fresh_db() -> (Config, Db) {
+pub async fn fresh_db() -> (Settings, Db) {
     let config = config_for(&shared_engine_url());
     let db = Db::new(&config.clickhouse, Metrics::new(&config.sla));
     db.wait_until_ready(Duration::from_secs(30)).await.unwrap();
@@ -97,10 +96,11 @@ pub fn fixtures() -> PathBuf {
 }
 
 /// Ingests a file or a directory into `db`.
-pub async fn ingest_paths(config: &Config, db: &Db, path: &Path) -> ingest::Summary {
+pub async fn ingest_paths(config: &Settings, db: &Db, path: &Path) -> ingest::Summary {
     let (files, problems) = ingest::files::from_paths(&[path.to_owned()], None, None);
     assert!(problems.is_empty(), "{problems:?}");
-    ingest::run(config, db, files, false).await.unwrap()
+    let config = config.clone().validate().unwrap();
+    ingest::run(&config, db, files, false).await.unwrap()
 }
 
 /// A running server on 127.0.0.1:0.
@@ -110,34 +110,26 @@ pub struct TestServer {
     pub db: Db,
     pub config: Arc<Config>,
     shutdown: CancellationToken,
-    task: tokio::task::JoinHandle<std::io::Result<()>>,
+    app: app::App,
 }
 
 impl TestServer {
-    pub async fn start(config: Config, db: Db) -> Self {
-        let config = Arc::new(config);
-        let listener = tokio::net::TcpListener::bind(config.server.listen_addr())
+    /// Starts the service as the command line does (`app::spawn`), with `settings` validated.
+    pub async fn start(settings: Settings, db: Db) -> Self {
+        let config = Arc::new(settings.validate().expect("valid test settings"));
+        let listener = tokio::net::TcpListener::bind(config.server.listen)
             .await
             .unwrap();
-        let addr = listener.local_addr().unwrap();
         let shutdown = CancellationToken::new();
-        let (log, _task) = QueryLog::start(db.clone(), config.tools.query_log);
-        let tools = Arc::new(Tools::new(db.clone(), config.clone(), log));
-        let app = server::router(&config, db.clone(), tools, addr, &shutdown);
-        let task = tokio::spawn(server::serve(
-            listener,
-            app,
-            shutdown.clone(),
-            Duration::from_secs(5),
-        ));
-        let base = format!("http://{addr}");
+        let running = app::spawn(config.clone(), db.clone(), listener, shutdown.clone()).unwrap();
+        let base = format!("http://{}", running.addr());
         Self {
-            mcp_url: format!("{base}{}", config.server.mcp_path),
+            mcp_url: running.mcp_url(),
             base,
             db,
             config,
             shutdown,
-            task,
+            app: running,
         }
     }
 
@@ -150,7 +142,7 @@ impl TestServer {
 
     pub async fn stop(self) {
         self.shutdown.cancel();
-        let _ = tokio::time::timeout(Duration::from_secs(10), self.task).await;
+        let _ = tokio::time::timeout(Duration::from_secs(10), self.app.wait()).await;
     }
 }
 
@@ -405,7 +397,7 @@ impl Mcp {
 pub struct Shared {
     pub mcp_url: String,
     pub base: String,
-    pub config: Config,
+    pub config: Settings,
 }
 
 pub fn shared_fixture_server() -> &'static Shared {
@@ -422,7 +414,7 @@ pub fn shared_fixture_server() -> &'static Shared {
                 tx.send(Shared {
                     mcp_url: server.mcp_url.clone(),
                     base: server.base.clone(),
-                    config: server.config.as_ref().clone(),
+                    config: server.config.settings(),
                 })
                 .unwrap();
                 std::future::pending::<()>().await;

@@ -1,8 +1,10 @@
-//! Rows ingest writes: events (through `event_ingest`), turns, sessions and checkpoints.
+//! The stored rows: what ingest writes (events through `event_ingest`, turns, sessions,
+//! checkpoints) and the tools read back (turns and sessions), plus how an event's source record
+//! is stored without repeating its text.
 //!
 //! Timestamps are milliseconds since the epoch, which is how `DateTime64(3)` travels in RowBinary.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One row of `event_ingest`; the materialized views store and index it.
 #[derive(Debug, Clone, PartialEq, Serialize, clickhouse::Row)]
@@ -32,8 +34,8 @@ pub struct EventRow {
     pub tfs: Vec<u16>,
 }
 
-/// One version of a turn's row in `turns`.
-#[derive(Debug, Clone, PartialEq, Serialize, clickhouse::Row)]
+/// One version of a turn's row in `turns` (read whole with `SELECT ?fields`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, clickhouse::Row)]
 pub struct TurnRow {
     pub session_key: u64,
     pub ordinal: u32,
@@ -53,8 +55,8 @@ pub struct TurnRow {
     pub version: u64,
 }
 
-/// One version of a session's row in `sessions`.
-#[derive(Debug, Clone, PartialEq, Serialize, clickhouse::Row)]
+/// One version of a session's row in `sessions` (read whole with `SELECT ?fields`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, clickhouse::Row)]
 pub struct SessionRow {
     pub session_key: u64,
     pub harness: String,
@@ -75,7 +77,7 @@ pub struct SessionRow {
 }
 
 /// One version of a file's checkpoint in `ingest_checkpoints`.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, clickhouse::Row)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, clickhouse::Row)]
 pub struct CheckpointRow {
     pub file_key: u64,
     pub path: String,
@@ -88,6 +90,11 @@ pub struct CheckpointRow {
     pub tail_hash: u64,
     pub state: String,
     pub version: u64,
+}
+
+/// A stored tool-call `arguments` text as JSON; text that is not JSON stays a string value.
+pub fn arguments_value(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap_or_else(|_| serde_json::Value::String(text.to_owned()))
 }
 
 /// Stands for the event's text inside its stored source record. The text is stored once, in

@@ -11,7 +11,7 @@ const SCAN_BYTES: usize = 1 << 20;
 /// terms, whitespace-collapsed, with `…` where it was cut. Returns the text and whether it is
 /// shorter than the event's full text.
 pub fn snippet(text: &str, terms: &HashSet<String>, max_chars: usize) -> (String, bool) {
-    let scanned = &text[..crate::ingest::draft::floor_char_boundary(text, SCAN_BYTES)];
+    let scanned = &text[..crate::text::floor_char_boundary(text, SCAN_BYTES)];
     // (byte offset, term) of every occurrence of a query term.
     let mut matches: Vec<(usize, &str)> = Vec::new();
     for_each_token(scanned, |term, span| {

@@ -1,86 +1,10 @@
-//! The compact text of `content[0].text`, for agents that read text rather than
-//! `structuredContent`: the essentials and the IDs to open next.
+//! `open` as compact text: the object's essentials, its parts and the traversal IDs.
 
 use std::fmt::Write as _;
 
-use super::envelope::ErrorBody;
-use super::list::{ListData, ListRequest};
-use super::open::OpenData;
-use super::search::{SearchData, SearchRequest};
+use super::wire::OpenData;
 
-pub fn search(request: &SearchRequest, data: &SearchData) -> String {
-    let mut out = String::new();
-    let scope = request
-        .within_id
-        .as_deref()
-        .map(|id| format!(" within {id}"))
-        .unwrap_or_default();
-    let _ = write!(
-        out,
-        "{} hit(s) for {:?}{scope}",
-        data.result_count, request.query
-    );
-    if data.truncated {
-        out.push_str(" (more matches exist: raise n_hits or narrow with within_id / event_types)");
-    }
-    out.push('\n');
-    for hit in &data.results {
-        let _ = writeln!(
-            out,
-            "{}. [{:.2}] {} · {} · {:?} ({}) · turn {}{}",
-            hit.rank,
-            hit.score,
-            hit.event.event_type,
-            hit.event.timestamp,
-            hit.session.title,
-            hit.session.source,
-            hit.turn.ordinal,
-            if hit.turn.completed {
-                ", completed"
-            } else {
-                ""
-            },
-        );
-        let _ = writeln!(out, "   {}", hit.snippet.text);
-        let _ = writeln!(
-            out,
-            "   open: {} | {} | {}",
-            hit.open.event_id, hit.open.turn_id, hit.open.session_id
-        );
-    }
-    out
-}
-
-pub fn list(request: &ListRequest, data: &ListData) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{} session(s) from {} to {} ({})",
-        data.result_count, request.start_datetime, request.end_datetime, request.sort
-    );
-    for item in &data.sessions {
-        let s = &item.session;
-        let _ = writeln!(
-            out,
-            "{}. {} {:?} · {} · {} · {} turn(s), {} event(s){}",
-            item.rank,
-            s.updated_at,
-            s.title,
-            s.source,
-            s.mode,
-            s.turn_count,
-            s.event_count,
-            if s.completed { ", completed" } else { "" },
-        );
-        let _ = writeln!(out, "   open: {}", item.open.session_id);
-    }
-    if let Some(cursor) = &data.next_cursor {
-        let _ = writeln!(out, "more: pass cursor {cursor:?} with the same request");
-    }
-    out
-}
-
-pub fn open(data: &OpenData) -> String {
+pub fn text(data: &OpenData) -> String {
     let mut out = String::new();
     match data {
         OpenData::Session(view) => {
@@ -214,20 +138,6 @@ pub fn open(data: &OpenData) -> String {
         }
     }
     out
-}
-
-pub fn error(tool: &str, body: &ErrorBody) -> String {
-    let field = body
-        .details
-        .get("field")
-        .and_then(|f| f.as_str())
-        .map(|f| format!(" (field {f})"))
-        .unwrap_or_default();
-    format!(
-        "{tool} failed: {}: {}{field}",
-        body.code.as_str(),
-        body.message
-    )
 }
 
 fn traversal(out: &mut String, links: &[(&str, &Option<String>)]) {

@@ -1,0 +1,126 @@
+//! Assembling the service: the search log, the tools, the HTTP router on a bound listener. The
+//! one way the command line, the benchmark and the tests start it.
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use rmcp::ServiceExt as _;
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Config;
+use crate::db::Db;
+use crate::mcp::McpServer;
+use crate::metrics::Metrics;
+use crate::server;
+use crate::tools::Tools;
+use crate::tools::querylog::QueryLog;
+
+/// How long a stopping service waits for the search log to write what it holds.
+const QUERY_LOG_FLUSH: Duration = Duration::from_secs(5);
+
+/// A running HTTP service.
+pub struct App {
+    addr: SocketAddr,
+    mcp_path: String,
+    server: JoinHandle<io::Result<()>>,
+    query_log: Option<JoinHandle<()>>,
+}
+
+/// Starts the service on `listener`; it serves until `shutdown` is cancelled, then lets
+/// in-flight requests finish for `server.shutdown_grace_secs`.
+pub fn spawn(
+    config: Arc<Config>,
+    db: Db,
+    listener: TcpListener,
+    shutdown: CancellationToken,
+) -> io::Result<App> {
+    let addr = listener.local_addr()?;
+    let (tools, query_log) = tools(&config, &db);
+    let router = server::router(&config, db, tools, addr, &shutdown);
+    let grace = Duration::from_secs(config.server.shutdown_grace_secs);
+    let server = tokio::spawn(server::serve(listener, router, shutdown, grace));
+    Ok(App {
+        addr,
+        mcp_path: config.server.mcp_path.clone(),
+        server,
+        query_log,
+    })
+}
+
+impl App {
+    /// The address the service listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The MCP endpoint's URL.
+    pub fn mcp_url(&self) -> String {
+        format!("http://{}{}", self.addr, self.mcp_path)
+    }
+
+    /// Waits until the service has stopped, then for the search log to be written.
+    pub async fn wait(self) -> io::Result<()> {
+        let served = self
+            .server
+            .await
+            .unwrap_or_else(|e| Err(io::Error::other(e)));
+        if let Some(task) = self.query_log {
+            let _ = tokio::time::timeout(QUERY_LOG_FLUSH, task).await;
+        }
+        served
+    }
+}
+
+/// A database handle once ClickHouse answers (within `clickhouse.startup_wait_secs`).
+pub async fn connect(config: &Config) -> anyhow::Result<Db> {
+    let db = Db::new(&config.clickhouse, Metrics::new(&config.sla));
+    db.wait_until_ready(Duration::from_secs(config.clickhouse.startup_wait_secs))
+        .await
+        .with_context(|| format!("clickhouse at {} is unreachable", config.clickhouse.url))?;
+    Ok(db)
+}
+
+/// Serves MCP over HTTP on `server.listen` until a stop signal or `shutdown`, announcing the
+/// endpoint once it accepts requests.
+pub async fn run(config: Arc<Config>, db: Db, shutdown: CancellationToken) -> anyhow::Result<()> {
+    let addr = config.server.listen;
+    let listener = TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr}"))?;
+    // Before the announcement: a stop signal from then on always stops the server gracefully.
+    server::cancel_on_signal(shutdown.clone()).context("cannot install signal handlers")?;
+    let running = spawn(config.clone(), db, listener, shutdown)?;
+    let bound = running.addr();
+    tracing::info!(address = %bound, path = %config.server.mcp_path, "serving MCP over HTTP");
+    eprintln!(
+        "moraine-mcp is serving MCP at {} (health: http://{bound}/healthz)",
+        running.mcp_url()
+    );
+    running.wait().await?;
+    Ok(())
+}
+
+/// Serves MCP over stdin/stdout until the input ends.
+pub async fn serve_stdio(config: Arc<Config>, db: Db) -> anyhow::Result<()> {
+    let (tools, query_log) = tools(&config, &db);
+    let running = McpServer::new(tools)
+        .serve(rmcp::transport::stdio())
+        .await?;
+    running.waiting().await?;
+    if let Some(task) = query_log {
+        let _ = tokio::time::timeout(QUERY_LOG_FLUSH, task).await;
+    }
+    Ok(())
+}
+
+/// The tools, and the search-log writer task they feed (which ends once they are dropped).
+fn tools(config: &Arc<Config>, db: &Db) -> (Arc<Tools>, Option<JoinHandle<()>>) {
+    let (query_log, task) = QueryLog::start(db.clone(), config.tools.query_log);
+    let tools = Tools::new(db.clone(), config.clone(), query_log);
+    (Arc::new(tools), task)
+}

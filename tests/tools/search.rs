@@ -1,0 +1,498 @@
+//! search_sessions: the input permutation matrix, ranking, snippets, filters and own traffic.
+
+use super::*;
+
+#[tokio::test]
+async fn search_query_only_uses_defaults() {
+    let mut c = client().await;
+    let e = c
+        .ok(
+            "search_sessions",
+            json!({"query": "  ClickHouse migration  "}),
+        )
+        .await;
+    assert_eq!(e["schema_version"], "moraine.mcp.search_sessions.v1");
+    assert_eq!(e["tool"], "search_sessions");
+    assert_eq!(
+        e["request"],
+        json!({"query": "ClickHouse migration", "within_id": null, "event_types": DEFAULT_TYPES, "n_hits": 10})
+    );
+    assert_eq!(e["data"]["limit"], 10);
+    assert!(!hits(&e).is_empty());
+    assert_eq!(e["data"]["result_count"], hits(&e).len());
+    for hit in hits(&e) {
+        assert!(
+            DEFAULT_TYPES.contains(&hit["event"]["type"].as_str().unwrap()),
+            "{hit}"
+        );
+    }
+    assert!(e["warnings"].is_array());
+    assert_eq!(e["performance"]["sla_target_ms"], 750);
+}
+
+#[tokio::test]
+async fn search_query_and_n_hits_is_honoured_exactly() {
+    let mut c = client().await;
+    for n in [1, 3, 7, 50] {
+        let e = c
+            .ok("search_sessions", json!({"query": "the", "n_hits": n}))
+            .await;
+        assert_eq!(e["data"]["limit"], n);
+        let count = hits(&e).len();
+        assert!(count <= n as usize);
+        if e["data"]["truncated"] == true {
+            assert_eq!(count, n as usize, "truncated results must fill n_hits");
+        }
+    }
+    let small = c
+        .ok("search_sessions", json!({"query": "the", "n_hits": 3}))
+        .await;
+    assert_eq!(hits(&small).len(), 3);
+    assert_eq!(small["data"]["truncated"], true);
+    let ranks: Vec<u64> = hits(&small)
+        .iter()
+        .map(|h| h["rank"].as_u64().unwrap())
+        .collect();
+    assert_eq!(ranks, [1, 2, 3]);
+}
+
+#[tokio::test]
+async fn search_query_and_event_types_searches_only_those_types() {
+    let mut c = client().await;
+    let e = c
+        .ok("search_sessions", json!({"query": "health handler", "event_types": ["reasoning", "tool_call", "reasoning"]}))
+        .await;
+    // Deduplicated, in canonical order.
+    assert_eq!(
+        e["request"]["event_types"],
+        json!(["reasoning", "tool_call"])
+    );
+    assert!(!hits(&e).is_empty());
+    for hit in hits(&e) {
+        assert!(
+            ["reasoning", "tool_call"].contains(&hit["event"]["type"].as_str().unwrap()),
+            "{hit}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn search_within_a_session_stays_in_it() {
+    let mut c = client().await;
+    let session = codex_basic();
+    let e = c
+        .ok(
+            "search_sessions",
+            json!({"query": "healthz 503", "within_id": session}),
+        )
+        .await;
+    assert_eq!(e["request"]["within_id"], session);
+    assert!(!hits(&e).is_empty());
+    for hit in hits(&e) {
+        assert_eq!(hit["session"]["id"], session);
+        assert!(DEFAULT_TYPES.contains(&hit["event"]["type"].as_str().unwrap()));
+    }
+    assert_eq!(e["performance"]["sla_target_ms"], 500);
+    // A session with no matching events: success, empty.
+    let none = c
+        .ok(
+            "search_sessions",
+            json!({"query": "zebra xylophone", "within_id": session}),
+        )
+        .await;
+    assert!(hits(&none).is_empty());
+    assert_eq!(none["data"]["truncated"], false);
+}
+
+#[tokio::test]
+async fn search_within_a_turn_stays_in_it() {
+    let mut c = client().await;
+    let turn = second_turn_of(&mut c, &codex_basic()).await;
+    let e = c
+        .ok(
+            "search_sessions",
+            json!({"query": "cargo test tidepool", "within_id": turn}),
+        )
+        .await;
+    assert!(!hits(&e).is_empty());
+    for hit in hits(&e) {
+        assert_eq!(hit["turn"]["id"], turn);
+        assert_eq!(hit["open"]["turn_id"], turn);
+    }
+    assert_eq!(e["performance"]["sla_target_ms"], 300);
+}
+
+#[tokio::test]
+async fn search_within_a_session_and_event_types() {
+    let mut c = client().await;
+    let session = codex_basic();
+    let e = c
+        .ok(
+            "search_sessions",
+            json!({"query": "cargo test", "within_id": session, "event_types": ["tool_call"]}),
+        )
+        .await;
+    assert!(!hits(&e).is_empty());
+    for hit in hits(&e) {
+        assert_eq!(hit["session"]["id"], session);
+        assert_eq!(hit["event"]["type"], "tool_call");
+    }
+}
+
+#[tokio::test]
+async fn search_within_a_turn_and_event_types() {
+    let mut c = client().await;
+    let turn = second_turn_of(&mut c, &codex_basic()).await;
+    let e = c
+        .ok("search_sessions", json!({"query": "cargo test tidepool", "within_id": turn, "event_types": ["tool_response"]}))
+        .await;
+    assert!(!hits(&e).is_empty());
+    for hit in hits(&e) {
+        assert_eq!(hit["turn"]["id"], turn);
+        assert_eq!(hit["event"]["type"], "tool_response");
+    }
+}
+
+#[tokio::test]
+async fn search_within_an_event_is_invalid_request() {
+    let mut c = client().await;
+    let some = c.ok("search_sessions", json!({"query": "healthz"})).await;
+    let event = hits(&some)[0]["id"].clone();
+    for within in [event, json!("event:evt_01J9DOESNOTEXIST000000000000")] {
+        let (code, e) = c
+            .err(
+                "search_sessions",
+                json!({"query": "x", "within_id": within}),
+            )
+            .await;
+        assert_eq!(code, "invalid_request");
+        assert_eq!(
+            e["error"]["message"],
+            "within_id accepts session and turn IDs, not event IDs"
+        );
+        assert_eq!(e["error"]["details"]["field"], "within_id");
+    }
+}
+
+#[tokio::test]
+async fn search_blank_query_is_invalid_request() {
+    let mut c = client().await;
+    for query in ["", "   ", "\n\t"] {
+        let (code, e) = c.err("search_sessions", json!({"query": query})).await;
+        assert_eq!(code, "invalid_request");
+        assert_eq!(e["error"]["message"], "query must be a non-empty string");
+        assert_eq!(e["error"]["details"]["field"], "query");
+        assert_eq!(e["request"], json!({"query": query}));
+    }
+    let (code, _) = c.err("search_sessions", json!({})).await;
+    assert_eq!(code, "invalid_request");
+    let (code, _) = c
+        .err("search_sessions", json!({"query": "x".repeat(4097)}))
+        .await;
+    assert_eq!(code, "invalid_request");
+}
+
+#[tokio::test]
+async fn search_unknown_within_id_is_not_found() {
+    let mut c = client().await;
+    for within in [
+        "session:ses_0000000000001",
+        "turn:turn_0000000000000000000000000A",
+        "session:ses_unknownthing",
+    ] {
+        let (code, _) = c
+            .err(
+                "search_sessions",
+                json!({"query": "x", "within_id": within}),
+            )
+            .await;
+        assert_eq!(code, "not_found", "{within}");
+    }
+    // A real session's turn past its last ordinal, and a session that was never ingested,
+    // searched with terms the corpus does contain.
+    let session = session_key(Harness::ClaudeCode, "3bb35e09-7345-45db-b8a5-b0bec6d352d2");
+    for within in [ids::turn_id(session, 999), ids::session_id(session ^ 1)] {
+        let (code, _) = c
+            .err(
+                "search_sessions",
+                json!({"query": "cargo test", "within_id": within}),
+            )
+            .await;
+        assert_eq!(code, "not_found", "{within}");
+    }
+}
+
+#[tokio::test]
+async fn search_malformed_within_id_is_invalid_id() {
+    let mut c = client().await;
+    for within in ["nope", "session:", "thread:abc", "session:has space"] {
+        let (code, e) = c
+            .err(
+                "search_sessions",
+                json!({"query": "x", "within_id": within}),
+            )
+            .await;
+        assert_eq!(code, "invalid_id", "{within}");
+        assert_eq!(e["error"]["details"]["field"], "within_id");
+    }
+}
+
+#[tokio::test]
+async fn search_empty_event_types_is_invalid_request() {
+    let mut c = client().await;
+    let (code, e) = c
+        .err("search_sessions", json!({"query": "x", "event_types": []}))
+        .await;
+    assert_eq!(code, "invalid_request");
+    assert_eq!(e["error"]["details"]["field"], "event_types");
+}
+
+#[tokio::test]
+async fn search_unsupported_event_type_is_reported_with_the_supported_list() {
+    let mut c = client().await;
+    for bad in ["debug_trace", "unknown", "USER_INPUT"] {
+        let (code, e) = c
+            .err(
+                "search_sessions",
+                json!({"query": "migration", "event_types": ["user_input", bad]}),
+            )
+            .await;
+        assert_eq!(code, "unsupported_event_type");
+        assert_eq!(
+            e["error"]["message"],
+            format!("unsupported event type: {bad}")
+        );
+        assert_eq!(
+            e["error"]["details"]["supported"].as_array().unwrap().len(),
+            8
+        );
+    }
+}
+
+#[tokio::test]
+async fn search_n_hits_out_of_range_or_not_an_integer_is_invalid_request() {
+    let mut c = client().await;
+    for n in [
+        json!(0),
+        json!(-1),
+        json!(51),
+        json!(1000),
+        json!(2.5),
+        json!("10"),
+        json!(true),
+    ] {
+        let (code, e) = c
+            .err("search_sessions", json!({"query": "x", "n_hits": n}))
+            .await;
+        assert_eq!(code, "invalid_request", "{n}");
+        assert_eq!(e["error"]["details"]["field"], "n_hits");
+    }
+    // null means the default; 10.0 is an integer in JSON Schema.
+    let e = c
+        .ok(
+            "search_sessions",
+            json!({"query": "x", "n_hits": null, "within_id": null, "event_types": null}),
+        )
+        .await;
+    assert_eq!(e["request"]["n_hits"], 10);
+    let e = c
+        .ok("search_sessions", json!({"query": "x", "n_hits": 4.0}))
+        .await;
+    assert_eq!(e["request"]["n_hits"], 4);
+}
+
+#[tokio::test]
+async fn search_ranking_scores_and_snippets_follow_the_spec() {
+    let mut c = client().await;
+    let e = c
+        .ok(
+            "search_sessions",
+            json!({"query": "cargo test failed", "n_hits": 20}),
+        )
+        .await;
+    let results = hits(&e);
+    assert!(results.len() > 3);
+    assert_eq!(results[0]["score"], 1.0);
+    let mut previous: Option<(f64, String, String)> = None;
+    for hit in results {
+        let score = hit["score"].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&score));
+        assert_eq!(hit["id"], hit["event"]["id"]);
+        assert_eq!(hit["open"]["event_id"], hit["id"]);
+        assert_eq!(hit["open"]["turn_id"], hit["turn"]["id"]);
+        assert_eq!(hit["open"]["session_id"], hit["session"]["id"]);
+        let snippet = hit["snippet"]["text"].as_str().unwrap();
+        assert!(
+            !snippet.is_empty() && snippet.chars().count() <= 240,
+            "{snippet}"
+        );
+        let key = (
+            score,
+            hit["event"]["timestamp"].as_str().unwrap().to_owned(),
+            hit["id"].as_str().unwrap().to_owned(),
+        );
+        if let Some(prev) = previous {
+            // score desc, then timestamp desc, then ID asc.
+            assert!(
+                prev.0 > key.0
+                    || (prev.0 == key.0 && (prev.1 > key.1 || (prev.1 == key.1 && prev.2 < key.2))),
+                "{prev:?} before {key:?}"
+            );
+        }
+        previous = Some(key);
+    }
+    // The >64 KiB tool output is found, but its snippet is short.
+    let big = c
+        .ok(
+            "search_sessions",
+            json!({"query": "rust_v1.example.ci", "event_types": ["tool_response"]}),
+        )
+        .await;
+    if let Some(hit) = hits(&big).first() {
+        assert_eq!(hit["snippet"]["truncated"], true);
+        assert!(hit["snippet"]["text"].as_str().unwrap().len() < 1000);
+    }
+}
+
+#[tokio::test]
+async fn a_single_term_ranks_exactly_as_when_summed_with_a_term_that_matches_nothing() {
+    // One-term queries skip the per-document aggregation; a second term with no postings takes
+    // the summing path and must give the same hits, order and scores.
+    let mut c = client().await;
+    let ranked = |e: &Value| -> Vec<(String, f64, bool)> {
+        hits(e)
+            .iter()
+            .map(|h| {
+                (
+                    h["id"].as_str().unwrap().to_owned(),
+                    h["score"].as_f64().unwrap(),
+                    h["event"]["terminal"].as_bool().unwrap(),
+                )
+            })
+            .collect()
+    };
+    for (query, within) in [("test", None), ("failed", None), ("error", Some(1))] {
+        let mut args = json!({"query": query, "n_hits": 50});
+        if within.is_some() {
+            let all = c.ok("search_sessions", json!({"query": query})).await;
+            args["within_id"] = hits(&all)[0]["session"]["id"].clone();
+        }
+        let one = c.ok("search_sessions", args.clone()).await;
+        args["query"] = json!(format!("{query} zqxjvwkpfh"));
+        let two = c.ok("search_sessions", args).await;
+        assert!(!hits(&one).is_empty(), "{query} finds something");
+        assert_eq!(ranked(&one), ranked(&two), "{query}");
+        assert_eq!(one["data"]["truncated"], two["data"]["truncated"]);
+    }
+}
+
+#[tokio::test]
+async fn accented_and_cjk_text_is_findable() {
+    let mut c = client().await;
+    for (query, needle) in [
+        ("café", "caf"),
+        ("cafe", "caf"),
+        ("Überprüfung", "berpr"),
+        ("数据库迁移", "数据库"),
+        ("データベース", "データ"),
+    ] {
+        let e = c
+            .ok("search_sessions", json!({"query": query, "n_hits": 5}))
+            .await;
+        assert!(!hits(&e).is_empty(), "{query} finds nothing");
+        assert!(
+            hits(&e).iter().any(|h| h["snippet"]["text"]
+                .as_str()
+                .unwrap()
+                .to_lowercase()
+                .contains(needle)),
+            "{query}: {e:#}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn search_harness_and_source_filters_are_exact() {
+    let mut c = client().await;
+    let e = c
+        .ok(
+            "search_sessions",
+            json!({"query": "test", "harness": "codex", "n_hits": 50}),
+        )
+        .await;
+    assert!(!hits(&e).is_empty());
+    assert_eq!(e["request"]["harness"], "codex");
+    assert!(hits(&e).iter().all(|h| h["session"]["harness"] == "codex"));
+    let e = c
+        .ok(
+            "search_sessions",
+            json!({"query": "test", "harness": "claude-code", "source": "claude", "n_hits": 50}),
+        )
+        .await;
+    assert!(!hits(&e).is_empty());
+    assert!(hits(&e).iter().all(|h| h["session"]["harness"] == "claude-code" && h["session"]["source"] == "claude"));
+    let e = c
+        .ok(
+            "search_sessions",
+            json!({"query": "test", "harness": "Codex"}),
+        )
+        .await;
+    assert!(hits(&e).is_empty(), "exact, case-sensitive match");
+}
+
+#[tokio::test]
+async fn this_services_own_tool_traffic_is_not_searched_by_default() {
+    let mut c = client().await;
+    let all_types = [
+        "user_input",
+        "assistant_response",
+        "reasoning",
+        "tool_call",
+        "tool_response",
+        "compaction",
+        "system",
+        "runtime",
+    ];
+    let e = c.ok("search_sessions", json!({"query": "mcp moraine search_sessions schema_version", "event_types": all_types, "n_hits": 50})).await;
+    for hit in hits(&e) {
+        let opened = c.ok("open", json!({"id": hit["id"]})).await;
+        let tool = opened["data"]["event"]["tool_name"].as_str().unwrap_or("");
+        assert!(
+            !tool.starts_with("mcp__moraine__"),
+            "self traffic returned: {hit}"
+        );
+    }
+    // With the switch on, the same traffic is found.
+    // A second server over the same fixture data; the switch is read at query time.
+    let mut config = shared_fixture_server().config.clone();
+    config.tools.include_self_events = true;
+    let server = TestServer::start(config, common::shared_db()).await;
+    let mut c = Mcp::legacy(&server.mcp_url, None).await;
+    let e = c.ok("search_sessions", json!({"query": "mcp moraine search_sessions", "event_types": ["tool_call"], "n_hits": 50})).await;
+    let mut found = false;
+    for hit in hits(&e) {
+        let opened = c.ok("open", json!({"id": hit["id"]})).await;
+        found |= opened["data"]["event"]["tool_name"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("mcp__moraine__");
+    }
+    assert!(found);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_query_without_searchable_terms_answers_empty_with_a_warning() {
+    let mut c = client().await;
+    let e = c.ok("search_sessions", json!({"query": "! ? a"})).await;
+    assert!(hits(&e).is_empty());
+    assert_eq!(e["warnings"].as_array().unwrap().len(), 1);
+    let e = c
+        .ok(
+            "search_sessions",
+            json!({"query": "zzqxv vvkwq", "n_hits": 5}),
+        )
+        .await;
+    assert_eq!(e["data"]["result_count"], 0);
+    assert_eq!(e["data"]["truncated"], false);
+}
