@@ -17,28 +17,28 @@ use crate::metrics::Metrics;
 /// Who is calling, by token name (never the token); put in request extensions by
 /// [`authenticate`]. Over stdio the caller is the local user.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Caller(pub String);
+pub(crate) struct Caller(pub String);
 
 impl Caller {
     /// The caller of a server without tokens (loopback only, or explicitly opened).
-    pub fn anonymous() -> Self {
+    pub(crate) fn anonymous() -> Self {
         Self("anonymous".into())
     }
 
     /// The caller on stdio.
-    pub fn stdio() -> Self {
+    pub(crate) fn stdio() -> Self {
         Self("stdio".into())
     }
 }
 
 /// The accepted bearer tokens, stored as SHA-256 digests so every comparison takes the same time.
 #[derive(Debug)]
-pub struct Tokens {
+pub(crate) struct Tokens {
     tokens: Vec<(String, [u8; 32])>,
 }
 
 impl Tokens {
-    pub fn new(tokens: &[TokenConfig]) -> Self {
+    pub(crate) fn new(tokens: &[TokenConfig]) -> Self {
         Self {
             tokens: tokens
                 .iter()
@@ -48,12 +48,12 @@ impl Tokens {
     }
 
     /// No tokens configured: the endpoint is open.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.tokens.is_empty()
     }
 
     /// The name of the token presented, comparing against every token in constant time.
-    pub fn check(&self, presented: &str) -> Option<&str> {
+    pub(crate) fn check(&self, presented: &str) -> Option<&str> {
         let digest = digest(presented);
         let mut found = None;
         for (name, expected) in &self.tokens {
@@ -71,14 +71,14 @@ fn digest(token: &str) -> [u8; 32] {
 
 /// What [`authenticate`] needs.
 #[derive(Clone)]
-pub struct AuthState {
+pub(crate) struct AuthState {
     pub tokens: Arc<Tokens>,
     pub metrics: Metrics,
 }
 
 /// Requires a configured bearer token (when any are configured) and names the caller for logs,
 /// metrics and the query log.
-pub async fn authenticate(
+pub(crate) async fn authenticate(
     State(state): State<AuthState>,
     mut request: Request,
     next: Next,

@@ -3,9 +3,9 @@
 //! full HTTP MCP path, next to the BM25 seed design on the same data. Writes a JSON report and a
 //! markdown table. Numbers are reported, never asserted.
 
-pub mod corpus;
-pub mod load;
-pub mod seed;
+pub(crate) mod corpus;
+pub(crate) mod load;
+pub(crate) mod seed;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -32,7 +32,7 @@ use crate::{app, migrate};
 use load::{McpClient, Measured, Percentiles};
 
 #[derive(Debug, clap::Args)]
-pub struct BenchArgs {
+pub(crate) struct BenchArgs {
     /// Only the 100k profile, with fewer requests (a few minutes).
     #[arg(long)]
     quick: bool,
@@ -187,7 +187,7 @@ struct ConcurrentReport {
     goal_met: bool,
 }
 
-pub async fn run(args: BenchArgs, base: Config) -> anyhow::Result<ExitCode> {
+pub(crate) async fn run(args: BenchArgs, base: Config) -> anyhow::Result<ExitCode> {
     let sizes = match (&args.sizes, args.quick) {
         (Some(sizes), _) => sizes.clone(),
         (None, true) => vec![100_000],
@@ -244,6 +244,67 @@ async fn run_size(
     requests: usize,
 ) -> anyhow::Result<SizeReport> {
     let label = label(size);
+    let loaded = load(args, base, url, out, size).await?;
+    let mut rng = Pcg64Mcg::seed_from_u64(args.seed ^ size);
+    let workload = Workload::sample(&loaded.db, &loaded.generated, &mut rng, requests).await?;
+    let service = measure_service(args, &label, &loaded, &workload).await?;
+    let (seed_seconds, seeds) = if args.no_baseline {
+        (None, vec![None; ROWS.len()])
+    } else {
+        let (seconds, seeds) = measure_seed_design(&label, &loaded, &workload, requests).await?;
+        (Some(seconds), seeds)
+    };
+    let Loaded {
+        config,
+        generated,
+        summary,
+        merge_seconds,
+        documents,
+        sessions,
+        bytes_on_disk,
+        ..
+    } = loaded;
+    let report = SizeReport {
+        target_events: size,
+        events: summary.counters.events,
+        searchable_documents: documents,
+        sessions,
+        log_bytes: generated.bytes,
+        ingest_seconds: summary.elapsed.as_secs_f64(),
+        ingest_events_per_second: summary.events_per_second(),
+        merge_seconds,
+        bytes_on_disk,
+        bytes_per_event: bytes_on_disk as f64 / summary.counters.events.max(1) as f64,
+        seed_ingest_seconds: seed_seconds,
+        seed_events_per_second: seed_seconds.map(|s| documents as f64 / s.max(1e-9)),
+        concurrent: service.concurrent,
+        rows: row_reports(service.measured, seeds, documents),
+        statements: service.statements,
+    };
+    drop_database(&config.clickhouse).await?;
+    Ok(report)
+}
+
+/// A generated corpus, ingested through the product's path and merged to its steady state.
+struct Loaded {
+    config: Arc<Config>,
+    db: Db,
+    generated: corpus::Generated,
+    summary: ingest::Summary,
+    merge_seconds: f64,
+    documents: u64,
+    sessions: u64,
+    bytes_on_disk: u64,
+}
+
+async fn load(
+    args: &BenchArgs,
+    base: &Config,
+    url: &str,
+    out: &std::path::Path,
+    size: u64,
+) -> anyhow::Result<Loaded> {
+    let label = label(size);
     eprintln!("bench {label}: generating the corpus");
     let spec = corpus::Spec {
         events: size,
@@ -260,7 +321,7 @@ async fn run_size(
     settings.clickhouse.compression = Compression::None;
     settings.server.listen = SocketAddr::from(([127, 0, 0, 1], 0));
     settings.server.shutdown_grace_secs = 5;
-    let config = settings.validate()?;
+    let config = Arc::new(settings.validate()?);
     let db = Db::new(&config.clickhouse, Metrics::new(&config.sla));
     db.wait_until_ready(Duration::from_secs(60)).await?;
     drop_database(&config.clickhouse).await?;
@@ -291,7 +352,7 @@ async fn run_size(
     )
     .await?;
     let merge_seconds = merge_started.elapsed().as_secs_f64();
-    let facts: (u64, u64, u64) = db
+    let (documents, sessions, bytes_on_disk): (u64, u64, u64) = db
         .read(
             "bench_facts",
             "SELECT toUInt64(assumeNotNull((SELECT sum(docs) FROM corpus_stats))), \
@@ -301,32 +362,44 @@ async fn run_size(
         .fetch_optional(&db, db.default_deadline())
         .await?
         .context("no facts")?;
-    let (documents, sessions, bytes_on_disk) = facts;
+    Ok(Loaded {
+        config,
+        db,
+        generated,
+        summary,
+        merge_seconds,
+        documents,
+        sessions,
+        bytes_on_disk,
+    })
+}
 
-    let mut rng = Pcg64Mcg::seed_from_u64(args.seed ^ size);
-    let workload = Workload::sample(&db, &generated, &mut rng, requests).await?;
+/// What the service measured: every SLA row with one client, the statements behind them, and
+/// the concurrent run.
+struct ServiceMeasures {
+    measured: Vec<Measured>,
+    statements: Vec<StatementReport>,
+    concurrent: ConcurrentReport,
+}
 
-    // The service, in this process, over real HTTP.
-    let config = Arc::new(config);
-    let listener = tokio::net::TcpListener::bind(config.server.listen).await?;
+/// Runs the service in this process and drives it over real HTTP.
+async fn measure_service(
+    args: &BenchArgs,
+    label: &str,
+    loaded: &Loaded,
+    workload: &Workload,
+) -> anyhow::Result<ServiceMeasures> {
+    let listener = tokio::net::TcpListener::bind(loaded.config.server.listen).await?;
     let shutdown = CancellationToken::new();
-    let service = app::spawn(config.clone(), db.clone(), listener, shutdown.clone())?;
+    let service = app::spawn(
+        loaded.config.clone(),
+        loaded.db.clone(),
+        listener,
+        shutdown.clone(),
+    )?;
     let client = McpClient::new(service.mcp_url());
-
-    let inputs: [(&Row, &Vec<Value>); 10] = [
-        (&ROWS[0], &workload.global),
-        (&ROWS[1], &workload.session_search),
-        (&ROWS[2], &workload.turn_search),
-        (&ROWS[3], &workload.list_typical),
-        (&ROWS[4], &workload.list_broad),
-        (&ROWS[5], &workload.list_mode),
-        (&ROWS[6], &workload.open_event),
-        (&ROWS[7], &workload.open_turn),
-        (&ROWS[8], &workload.open_session_100),
-        (&ROWS[9], &workload.open_session_1000),
-    ];
     let mut measured = Vec::new();
-    for (row, requests) in inputs {
+    for (row, requests) in ROWS.iter().zip(workload.rows()) {
         eprintln!("bench {label}: {}", row.name);
         let result = client
             .run(row.tool, Arc::new(requests.clone()), 1, 20)
@@ -334,7 +407,8 @@ async fn run_size(
         measured.push(result);
     }
     // Where the single-client time went, statement by statement (the tools' queries only).
-    let statements: Vec<StatementReport> = db
+    let statements: Vec<StatementReport> = loaded
+        .db
         .metrics()
         .query_means()
         .into_iter()
@@ -362,30 +436,52 @@ async fn run_size(
         .await;
     shutdown.cancel();
     let _ = service.wait().await;
+    Ok(ServiceMeasures {
+        measured,
+        statements,
+        concurrent: ConcurrentReport {
+            clients: args.clients,
+            searches: concurrent.client.samples,
+            searches_per_second: concurrent.throughput,
+            goal: "≥ 150 searches/s with P99 ≤ 500 ms",
+            goal_met: concurrent.throughput >= 150.0 && concurrent.client.p99 <= 500.0,
+            latency: concurrent.client,
+        },
+    })
+}
 
-    let (seed_seconds, seeds) = if args.no_baseline {
-        (None, vec![None; ROWS.len()])
-    } else {
-        eprintln!("bench {label}: loading the seed design");
-        let mut seed_config = config.settings();
-        seed_config.clickhouse.database = format!("bench_{label}_seed");
-        let seed_db = Db::new(&seed_config.clickhouse, Metrics::new(&seed_config.sla));
-        drop_database(&seed_config.clickhouse).await?;
-        crate::db::base_client(&seed_config.clickhouse)
-            .query("CREATE DATABASE {db:Identifier}")
-            .param("db", &seed_config.clickhouse.database)
-            .execute()
-            .await?;
-        let seconds = seed::load(&seed_db, &config.clickhouse.database).await?;
-        optimize(&seed_db, &["search_documents", "search_postings"]).await?;
-        eprintln!("bench {label}: measuring the seed design");
-        let seeds = measure_seed(&seed_db, &workload, requests.min(100)).await;
-        drop_database(&seed_config.clickhouse).await?;
-        (Some(seconds), seeds)
-    };
+/// Loads the seed design from the service's tables and measures the same workload on it.
+async fn measure_seed_design(
+    label: &str,
+    loaded: &Loaded,
+    workload: &Workload,
+    requests: usize,
+) -> anyhow::Result<(f64, Vec<Option<Percentiles>>)> {
+    eprintln!("bench {label}: loading the seed design");
+    let mut seed_config = loaded.config.settings();
+    seed_config.clickhouse.database = format!("bench_{label}_seed");
+    let seed_db = Db::new(&seed_config.clickhouse, Metrics::new(&seed_config.sla));
+    drop_database(&seed_config.clickhouse).await?;
+    crate::db::base_client(&seed_config.clickhouse)
+        .query("CREATE DATABASE {db:Identifier}")
+        .param("db", &seed_config.clickhouse.database)
+        .execute()
+        .await?;
+    let seconds = seed::load(&seed_db, &loaded.config.clickhouse.database).await?;
+    optimize(&seed_db, &["search_documents", "search_postings"]).await?;
+    eprintln!("bench {label}: measuring the seed design");
+    let seeds = measure_seed(&seed_db, workload, requests.min(100)).await;
+    drop_database(&seed_config.clickhouse).await?;
+    Ok((seconds, seeds))
+}
 
-    let rows: Vec<RowReport> = ROWS
-        .iter()
+/// Every SLA row: measured against the spec and the goal, next to the seed design.
+fn row_reports(
+    measured: Vec<Measured>,
+    seeds: Vec<Option<Percentiles>>,
+    documents: u64,
+) -> Vec<RowReport> {
+    ROWS.iter()
         .zip(measured)
         .zip(seeds)
         .map(|((row, measured), seed)| {
@@ -406,33 +502,7 @@ async fn run_size(
                 measured,
             }
         })
-        .collect();
-    let report = SizeReport {
-        target_events: size,
-        events: summary.counters.events,
-        searchable_documents: documents,
-        sessions,
-        log_bytes: generated.bytes,
-        ingest_seconds: summary.elapsed.as_secs_f64(),
-        ingest_events_per_second: summary.events_per_second(),
-        merge_seconds,
-        bytes_on_disk,
-        bytes_per_event: bytes_on_disk as f64 / summary.counters.events.max(1) as f64,
-        seed_ingest_seconds: seed_seconds,
-        seed_events_per_second: seed_seconds.map(|s| documents as f64 / s.max(1e-9)),
-        concurrent: ConcurrentReport {
-            clients: args.clients,
-            searches: concurrent.client.samples,
-            searches_per_second: concurrent.throughput,
-            goal: "≥ 150 searches/s with P99 ≤ 500 ms",
-            goal_met: concurrent.throughput >= 150.0 && concurrent.client.p99 <= 500.0,
-            latency: concurrent.client,
-        },
-        rows,
-        statements,
-    };
-    drop_database(&config.clickhouse).await?;
-    Ok(report)
+        .collect()
 }
 
 /// The goal as the report shows it, e.g. "P50 ≤ 25, P95 ≤ 80, P99 ≤ 150" ("—" without one).
@@ -537,94 +607,38 @@ fn terms_from(text: &str, rng: &mut Pcg64Mcg, min: usize, max: usize) -> String 
 }
 
 impl Workload {
+    /// Each SLA row's requests, in [`ROWS`] order.
+    fn rows(&self) -> [&Vec<Value>; 10] {
+        [
+            &self.global,
+            &self.session_search,
+            &self.turn_search,
+            &self.list_typical,
+            &self.list_broad,
+            &self.list_mode,
+            &self.open_event,
+            &self.open_turn,
+            &self.open_session_100,
+            &self.open_session_1000,
+        ]
+    }
+
     async fn sample(
         db: &Db,
         corpus: &corpus::Generated,
         rng: &mut Pcg64Mcg,
         requests: usize,
     ) -> anyhow::Result<Self> {
-        let deadline = || Instant::now() + Duration::from_secs(600);
         let salt: u64 = rng.random();
-        let texts: Vec<SampleText> = db
-            .read(
-                "bench_sample",
-                "SELECT session_key, substring(text, 1, 4000) AS text FROM events \
-                 WHERE searchable AND toUInt8(event_type) IN (1, 2, 5) ORDER BY cityHash64(event_key, {salt:UInt64}) LIMIT {n:UInt32}",
-            )
-            .param("salt", salt)
-            .param("n", requests as u32 * 2)
-            .fetch_all(db, deadline())
-            .await?;
-        // The query mix: user-like queries from real documents (1–6 terms), common-term queries,
-        // worst cases of several very common terms, and rare near-unique terms.
-        let common = &corpus::common_words()[..60];
-        let mut global_queries = Vec::new();
-        for (i, sample) in texts.iter().take(requests).enumerate() {
-            let query = match i % 10 {
-                0..=5 => terms_from(&sample.text, rng, 1, 6),
-                6 | 7 => (0..rng.random_range(1..=3))
-                    .map(|_| common[rng.random_range(0..common.len())])
-                    .collect::<Vec<_>>()
-                    .join(" "),
-                8 => (0..rng.random_range(4..=6))
-                    .map(|_| common[rng.random_range(0..12)])
-                    .collect::<Vec<_>>()
-                    .join(" "),
-                _ => {
-                    let terms = query_terms(&sample.text);
-                    terms
-                        .iter()
-                        .max_by_key(|t| t.len())
-                        .cloned()
-                        .unwrap_or_else(|| "error".into())
-                }
-            };
-            global_queries.push(query);
-        }
-        let sessions: Vec<SampleText> = db
-            .read(
-                "bench_sample",
-                "SELECT session_key, substring(any(text), 1, 4000) AS text FROM events \
-                 WHERE searchable AND toUInt8(event_type) IN (1, 2, 5) \
-                   AND session_key IN (SELECT session_key FROM sessions FINAL WHERE turn_count <= 250 \
-                                       ORDER BY cityHash64(session_key, {salt:UInt64}) LIMIT {n:UInt32}) \
-                 GROUP BY session_key",
-            )
-            .param("salt", salt)
-            .param("n", requests as u32)
-            .fetch_all(db, deadline())
-            .await?;
-        let turns: Vec<SampleTurn> = db
-            .read(
-                "bench_sample",
-                "SELECT t.session_key AS session_key, t.ordinal AS ordinal, t.started_at AS started_at, \
-                        t.updated_at AS updated_at, substring(t.user_preview, 1, 4000) AS text \
-                 FROM turns AS t FINAL WHERE t.event_count <= 100 AND t.user_preview != '' \
-                 ORDER BY cityHash64(t.session_key, t.ordinal, {salt:UInt64}) LIMIT {n:UInt32}",
-            )
-            .param("salt", salt)
-            .param("n", requests as u32)
-            .fetch_all(db, deadline())
-            .await?;
-        let events: Vec<(u64, u64)> = db
-            .read(
-                "bench_sample",
-                "SELECT session_key, event_key FROM events WHERE length(text) + length(raw) <= 65536 \
-                 ORDER BY cityHash64(event_key, {salt:UInt64}) LIMIT {n:UInt32}",
-            )
-            .param("salt", salt)
-            .param("n", requests as u32)
-            .fetch_all(db, deadline())
-            .await?;
-        let span: (i64, i64) = db
-            .read(
-                "bench_sample",
-                "SELECT min(started_at), max(updated_at) FROM sessions FINAL",
-            )
-            .fetch_optional(db, deadline())
-            .await?
-            .context("no sessions")?;
-
+        let drawn = Drawn::fetch(db, salt, requests).await?;
+        let Drawn {
+            texts,
+            sessions,
+            turns,
+            events,
+            span,
+        } = drawn;
+        let global_queries = query_mix(&texts, rng, requests);
         let landmark = |(harness, native): &(Harness, String)| files::session_key(*harness, native);
         let (s100, s1000) = (
             landmark(&corpus.hundred_turns),
@@ -695,6 +709,112 @@ impl Workload {
             seed,
         })
     }
+}
+
+/// What a workload is drawn from: random documents, sessions, turns and events of the corpus.
+struct Drawn {
+    texts: Vec<SampleText>,
+    sessions: Vec<SampleText>,
+    turns: Vec<SampleTurn>,
+    events: Vec<(u64, u64)>,
+    /// The corpus's first start and last update.
+    span: (i64, i64),
+}
+
+impl Drawn {
+    async fn fetch(db: &Db, salt: u64, requests: usize) -> anyhow::Result<Self> {
+        let deadline = || Instant::now() + Duration::from_secs(600);
+        let texts: Vec<SampleText> = db
+            .read(
+                "bench_sample",
+                "SELECT session_key, substring(text, 1, 4000) AS text FROM events \
+                 WHERE searchable AND toUInt8(event_type) IN (1, 2, 5) ORDER BY cityHash64(event_key, {salt:UInt64}) LIMIT {n:UInt32}",
+            )
+            .param("salt", salt)
+            .param("n", requests as u32 * 2)
+            .fetch_all(db, deadline())
+            .await?;
+        let sessions: Vec<SampleText> = db
+            .read(
+                "bench_sample",
+                "SELECT session_key, substring(any(text), 1, 4000) AS text FROM events \
+                 WHERE searchable AND toUInt8(event_type) IN (1, 2, 5) \
+                   AND session_key IN (SELECT session_key FROM sessions FINAL WHERE turn_count <= 250 \
+                                       ORDER BY cityHash64(session_key, {salt:UInt64}) LIMIT {n:UInt32}) \
+                 GROUP BY session_key",
+            )
+            .param("salt", salt)
+            .param("n", requests as u32)
+            .fetch_all(db, deadline())
+            .await?;
+        let turns: Vec<SampleTurn> = db
+            .read(
+                "bench_sample",
+                "SELECT t.session_key AS session_key, t.ordinal AS ordinal, t.started_at AS started_at, \
+                        t.updated_at AS updated_at, substring(t.user_preview, 1, 4000) AS text \
+                 FROM turns AS t FINAL WHERE t.event_count <= 100 AND t.user_preview != '' \
+                 ORDER BY cityHash64(t.session_key, t.ordinal, {salt:UInt64}) LIMIT {n:UInt32}",
+            )
+            .param("salt", salt)
+            .param("n", requests as u32)
+            .fetch_all(db, deadline())
+            .await?;
+        let events: Vec<(u64, u64)> = db
+            .read(
+                "bench_sample",
+                "SELECT session_key, event_key FROM events WHERE length(text) + length(raw) <= 65536 \
+                 ORDER BY cityHash64(event_key, {salt:UInt64}) LIMIT {n:UInt32}",
+            )
+            .param("salt", salt)
+            .param("n", requests as u32)
+            .fetch_all(db, deadline())
+            .await?;
+        let span: (i64, i64) = db
+            .read(
+                "bench_sample",
+                "SELECT min(started_at), max(updated_at) FROM sessions FINAL",
+            )
+            .fetch_optional(db, deadline())
+            .await?
+            .context("no sessions")?;
+        Ok(Self {
+            texts,
+            sessions,
+            turns,
+            events,
+            span,
+        })
+    }
+}
+
+/// The global query mix: user-like queries from real documents (1–6 terms), common-term
+/// queries, worst cases of several very common terms, and rare near-unique terms.
+fn query_mix(texts: &[SampleText], rng: &mut Pcg64Mcg, requests: usize) -> Vec<String> {
+    let common = &corpus::common_words()[..60];
+    let mut queries = Vec::new();
+    for (i, sample) in texts.iter().take(requests).enumerate() {
+        let query = match i % 10 {
+            0..=5 => terms_from(&sample.text, rng, 1, 6),
+            6 | 7 => (0..rng.random_range(1..=3))
+                .map(|_| common[rng.random_range(0..common.len())])
+                .collect::<Vec<_>>()
+                .join(" "),
+            8 => (0..rng.random_range(4..=6))
+                .map(|_| common[rng.random_range(0..12)])
+                .collect::<Vec<_>>()
+                .join(" "),
+            _ => {
+                let terms = query_terms(&sample.text);
+                terms
+                    .iter()
+                    .max_by_key(|t| t.len())
+                    .cloned()
+                    .unwrap_or_else(|| "error".into())
+            }
+        };
+        queries.push(query);
+    }
+    queries
 }
 
 /// The seed design's latency for each row, on the same inputs.

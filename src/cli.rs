@@ -71,7 +71,9 @@ enum Command {
         #[arg(long)]
         no_ingest: bool,
     },
-    /// Measure ingest and every SLA row through HTTP MCP on generated corpora (not a test).
+    /// Measure ingest and every SLA row through HTTP MCP on generated corpora (not a test;
+    /// built with `--features bench`).
+    #[cfg(feature = "bench")]
     Bench(crate::bench::BenchArgs),
     /// Exit 0 when the server's /healthz answers 200 (for container health checks).
     Healthcheck {
@@ -188,6 +190,7 @@ async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
         }
         Command::Up { no_ingest, .. } => up::run(config, no_ingest).await,
         Command::Healthcheck { url } => healthcheck(&config, url).await,
+        #[cfg(feature = "bench")]
         Command::Bench(args) => crate::bench::run(args, config).await,
         Command::Ingest {
             paths,
@@ -266,7 +269,7 @@ async fn serve(config: Arc<Config>, stdio: bool, require_clickhouse: bool) -> an
             config.clickhouse.url
         ),
         Err(e) => {
-            tracing::warn!(error = %e, "clickhouse is unreachable; serving anyway, /healthz reports it")
+            tracing::warn!(error = %e, "clickhouse is unreachable; serving anyway, /healthz reports it");
         }
     }
     if stdio {

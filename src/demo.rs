@@ -10,7 +10,7 @@ macro_rules! demo_file {
 }
 
 /// Every demo log, by path under `deploy/demo/`. A test keeps this list equal to the directory.
-pub const FILES: &[(&str, &str)] = &[
+pub(crate) const FILES: &[(&str, &str)] = &[
     demo_file!("claude/-home-dev-src-cartographe/725ccb83-0d98-4bc2-8496-45fd2d73ccb8.jsonl"),
     demo_file!("claude/-home-dev-src-harborctl/662ca2bc-637c-4429-a572-b2286ec3813f.jsonl"),
     demo_file!("claude/-home-dev-src-quillboard/9ce74b5f-a91e-4aba-adb3-7056935abbae.jsonl"),
@@ -42,7 +42,7 @@ pub const FILES: &[(&str, &str)] = &[
 
 /// Writes the demo logs under `dir` (replacing older copies) and returns the directories that
 /// hold the Codex and the Claude Code logs.
-pub fn write_to(dir: &Path) -> std::io::Result<(PathBuf, PathBuf)> {
+pub(crate) fn write_to(dir: &Path) -> std::io::Result<(PathBuf, PathBuf)> {
     for (relative, contents) in FILES {
         let path = dir.join(relative);
         if let Some(parent) = path.parent() {

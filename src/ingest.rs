@@ -4,9 +4,9 @@
 //! batch, so parsing and ClickHouse work overlap. Every run is incremental (checkpoints) and
 //! idempotent (re-reading replaces what a file contributed before).
 
-pub mod adapter;
-pub mod claude;
-pub mod codex;
+pub(crate) mod adapter;
+pub(crate) mod claude;
+pub(crate) mod codex;
 pub mod draft;
 pub mod files;
 pub mod reader;

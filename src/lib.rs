@@ -1,35 +1,40 @@
 //! moraine-mcp: session search for AI coding agents, served as a remote MCP server over ClickHouse.
 //!
 //! Layout:
-//! - [`cli`]: the `moraine-mcp` commands (serve, migrate, up, ingest, bench, healthcheck).
-//! - [`bench`]: the benchmark harness (generated corpora, HTTP load, the seed-design baseline).
-//! - [`config`]: the TOML configuration, environment overrides and validation.
-//! - [`server`]: the HTTP surface (MCP endpoint, auth, Host/Origin checks, /healthz, /metrics);
-//!   [`mcp`] is the rmcp handler behind it.
-//! - [`tools`]: `search_sessions`, `list_sessions` and `open`, their schemas and envelopes.
-//! - [`ingest`]: Codex and Claude Code logs → sessions, turns, events and the search index.
+//! - [`cli`]: the `moraine-mcp` commands (serve, migrate, up, ingest, bench, healthcheck); `up`
+//!   (embedded engine, ingest and server on one machine) has a module of its own.
+//! - [`app`]: assembling the service (tools, search log, router, listener), the one way the CLI,
+//!   the benchmark and the tests start it.
+//! - [`config`]: the TOML configuration, environment overrides and validation into a `Config`.
+//! - `server`: the HTTP surface (MCP endpoint, Host/Origin checks, limits, /healthz, /metrics),
+//!   with `auth` (bearer tokens, callers) and `mcp` (the rmcp handler) behind it.
+//! - `tools`: one module per MCP tool (`search_sessions`, `list_sessions`, `open`), each with its
+//!   schema, SQL, wire types and text rendering; `tools::context` is what they share.
+//! - [`ingest`]: agent logs → sessions, turns, events and the search index; [`rows`] are the
+//!   stored rows ingest writes and the tools read.
 //! - [`db`] (the shared ClickHouse handle), [`migrate`] (schema), [`embedded`] (the local engine).
-//! - [`tokenize`] (shared by indexing and queries), [`ids`], [`vocab`], [`metrics`],
-//!   [`telemetry`], [`demo`].
+//! - `tokenize` (shared by indexing and queries), `text`, [`ids`], [`vocab`], [`metrics`],
+//!   `telemetry`, `demo`, `bench` (the benchmark harness).
 
 pub mod app;
-pub mod auth;
-pub mod bench;
+pub(crate) mod auth;
+#[cfg(feature = "bench")]
+pub(crate) mod bench;
 pub mod cli;
 pub mod config;
 pub mod db;
-pub mod demo;
+pub(crate) mod demo;
 pub mod embedded;
 pub mod ids;
 pub mod ingest;
-pub mod mcp;
+pub(crate) mod mcp;
 pub mod metrics;
 pub mod migrate;
 pub mod rows;
-pub mod server;
-pub mod telemetry;
-pub mod text;
-pub mod tokenize;
-pub mod tools;
-pub mod up;
+pub(crate) mod server;
+pub(crate) mod telemetry;
+pub(crate) mod text;
+pub(crate) mod tokenize;
+pub(crate) mod tools;
+pub(crate) mod up;
 pub mod vocab;

@@ -15,12 +15,12 @@ use crate::tools::{INSTRUCTIONS, Tools};
 
 /// One handler per MCP session (or per request when stateless); all share the same [`Tools`].
 #[derive(Clone)]
-pub struct McpServer {
+pub(crate) struct McpServer {
     tools: Arc<Tools>,
 }
 
 impl McpServer {
-    pub fn new(tools: Arc<Tools>) -> Self {
+    pub(crate) fn new(tools: Arc<Tools>) -> Self {
         Self { tools }
     }
 }

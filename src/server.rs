@@ -38,7 +38,7 @@ struct AppState {
 }
 
 /// Builds the application router. `addr` is the bound address (for the service's own origin).
-pub fn router(
+pub(crate) fn router(
     config: &Config,
     db: Db,
     tools: Arc<Tools>,
@@ -275,7 +275,7 @@ async fn not_found() -> Response {
 }
 
 /// Serves until `shutdown` is cancelled, then lets in-flight requests finish for `grace`.
-pub async fn serve(
+pub(crate) async fn serve(
     listener: tokio::net::TcpListener,
     app: Router,
     shutdown: CancellationToken,
@@ -303,7 +303,7 @@ pub async fn serve(
 
 /// Cancels `token` on SIGTERM or SIGINT. Both handlers are installed before this returns, so a
 /// signal that arrives once the caller announces it is serving always stops it gracefully.
-pub fn cancel_on_signal(token: CancellationToken) -> std::io::Result<()> {
+pub(crate) fn cancel_on_signal(token: CancellationToken) -> std::io::Result<()> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = signal(SignalKind::terminate())?;
     let mut interrupt = signal(SignalKind::interrupt())?;

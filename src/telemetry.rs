@@ -11,13 +11,13 @@ use tracing_subscriber::{EnvFilter, Layer as _};
 use crate::config::{LogFormat, TelemetryConfig};
 
 /// The installed telemetry; [`Telemetry::shutdown`] flushes exported traces.
-pub struct Telemetry {
+pub(crate) struct Telemetry {
     provider: Option<opentelemetry_sdk::trace::SdkTracerProvider>,
 }
 
 impl Telemetry {
     /// Installs the global subscriber. Must run inside the Tokio runtime when OTLP is on.
-    pub fn init(config: &TelemetryConfig) -> anyhow::Result<Self> {
+    pub(crate) fn init(config: &TelemetryConfig) -> anyhow::Result<Self> {
         let filter =
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&config.log_level));
         let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
@@ -45,7 +45,7 @@ impl Telemetry {
     }
 
     /// Flushes and stops trace export.
-    pub async fn shutdown(self) {
+    pub(crate) async fn shutdown(self) {
         if let Some(provider) = self.provider {
             let _ = tokio::task::spawn_blocking(move || {
                 provider.shutdown_with_timeout(Duration::from_secs(5))

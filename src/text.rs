@@ -2,7 +2,7 @@
 //! the RFC 3339 timestamps of the wire format.
 
 /// The largest index ≤ `at` on a char boundary of `text`.
-pub fn floor_char_boundary(text: &str, at: usize) -> usize {
+pub(crate) fn floor_char_boundary(text: &str, at: usize) -> usize {
     if at >= text.len() {
         return text.len();
     }
@@ -15,7 +15,7 @@ pub fn floor_char_boundary(text: &str, at: usize) -> usize {
 
 /// A whitespace-collapsed prefix of at most `max_chars` characters (the `…` of a cut counts),
 /// and whether it was cut.
-pub fn preview(text: &str, max_chars: usize) -> (String, bool) {
+pub(crate) fn preview(text: &str, max_chars: usize) -> (String, bool) {
     let mut out = String::with_capacity(max_chars.min(text.len()) + 3);
     let mut count = 0;
     let mut pending_space = false;
@@ -41,7 +41,7 @@ pub fn preview(text: &str, max_chars: usize) -> (String, bool) {
 
 /// Milliseconds since the epoch as RFC 3339 UTC with milliseconds, as the spec shows
 /// (`2026-04-29T18:42:31.125Z`).
-pub fn format_ts(ms: i64) -> String {
+pub(crate) fn format_ts(ms: i64) -> String {
     let at = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
         .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
     format!(
@@ -57,7 +57,7 @@ pub fn format_ts(ms: i64) -> String {
 }
 
 /// Milliseconds since the epoch of an RFC 3339 datetime.
-pub fn rfc3339_ms(text: &str) -> Option<i64> {
+pub(crate) fn rfc3339_ms(text: &str) -> Option<i64> {
     let parsed =
         time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()?;
     i64::try_from(parsed.unix_timestamp_nanos() / 1_000_000).ok()

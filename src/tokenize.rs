@@ -27,7 +27,7 @@ const MAX_TERM_CHARS: usize = 64;
 /// A term and where it came from in the original text.
 #[cfg(test)]
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Token {
+pub(crate) struct Token {
     pub term: String,
     pub span: Range<usize>,
 }
@@ -44,12 +44,12 @@ pub struct DocTerms {
 }
 
 /// The stable 64-bit hash under which a term is indexed.
-pub fn term_hash(term: &str) -> u64 {
+pub(crate) fn term_hash(term: &str) -> u64 {
     xxhash_rust::xxh3::xxh3_64(term.as_bytes())
 }
 
 /// Calls `emit(term, span)` for every token of `text`, in order.
-pub fn for_each_token(text: &str, mut emit: impl FnMut(&str, Range<usize>)) {
+pub(crate) fn for_each_token(text: &str, mut emit: impl FnMut(&str, Range<usize>)) {
     let bytes = text.as_bytes();
     let char_at = |at: usize| text[at..].chars().next().expect("at a char boundary");
     let mut scratch = String::new();
@@ -340,19 +340,19 @@ fn is_cjk(c: char) -> bool {
 /// Tokens of `text` with their spans, collected (for tests; callers stream with
 /// [`for_each_token`]).
 #[cfg(test)]
-pub fn tokens(text: &str) -> Vec<Token> {
+pub(crate) fn tokens(text: &str) -> Vec<Token> {
     let mut out = Vec::new();
     for_each_token(text, |term, span| {
         out.push(Token {
             term: term.to_owned(),
             span,
-        })
+        });
     });
     out
 }
 
 /// Distinct query terms, in first-seen order.
-pub fn query_terms(query: &str) -> Vec<String> {
+pub(crate) fn query_terms(query: &str) -> Vec<String> {
     let mut seen = std::collections::HashSet::new();
     let mut out = Vec::new();
     for_each_token(query, |term, _| {
@@ -501,10 +501,10 @@ mod tests {
             let (mut fast, mut general) = (Vec::new(), Vec::new());
             let mut scratch = String::new();
             emit_ascii_word(&word, 3, &mut scratch, &mut |t: &str, r: Range<usize>| {
-                fast.push((t.to_owned(), r))
+                fast.push((t.to_owned(), r));
             });
             emit_general_word(&word, 3, &mut scratch, &mut |t: &str, r: Range<usize>| {
-                general.push((t.to_owned(), r))
+                general.push((t.to_owned(), r));
             });
             assert_eq!(fast, general, "{word}");
         }

@@ -5,14 +5,14 @@
 //! Each tool is one module implementing [`context::Tool`]; adding a tool adds a module and a
 //! variant of [`ToolCall`] (with its line in `parse` and `apply`).
 
-pub mod context;
-pub mod envelope;
-pub mod list;
-pub mod open;
-pub mod querylog;
-pub mod schema;
-pub mod search;
-pub mod stats;
+pub(crate) mod context;
+pub(crate) mod envelope;
+pub(crate) mod list;
+pub(crate) mod open;
+pub(crate) mod querylog;
+pub(crate) mod schema;
+pub(crate) mod search;
+pub(crate) mod stats;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -34,13 +34,13 @@ use schema::InputValidator;
 use search::SearchSessions;
 
 /// The server's description of itself, sent in `initialize`.
-pub const INSTRUCTIONS: &str = "moraine-mcp remembers past AI coding-agent sessions (Codex, Claude Code). \
+pub(crate) const INSTRUCTIONS: &str = "moraine-mcp remembers past AI coding-agent sessions (Codex, Claude Code). \
 Use search_sessions to find events by words (it returns handles and snippets, not payloads), \
 list_sessions to browse sessions by time window, and open with any returned ID to expand a \
 session, turn or event; follow the traversal IDs in open's answers to move around.";
 
 /// One parsed tool call: which tool, with its typed arguments.
-pub enum ToolCall {
+pub(crate) enum ToolCall {
     Search(search::Args),
     List(list::Args),
     Open(open::Args),
@@ -48,7 +48,7 @@ pub enum ToolCall {
 
 impl ToolCall {
     /// The published definitions, in `tools/list` order.
-    pub fn definitions() -> Vec<rmcp::model::Tool> {
+    pub(crate) fn definitions() -> Vec<rmcp::model::Tool> {
         vec![
             SearchSessions::definition(),
             ListSessions::definition(),
@@ -105,13 +105,13 @@ fn validator<T: Tool>() -> InputValidator {
 }
 
 /// The tool set: the published catalog and the context every call runs in.
-pub struct Tools {
+pub(crate) struct Tools {
     ctx: Context,
     catalog: Catalog,
 }
 
 impl Tools {
-    pub fn new(db: Db, config: Arc<Config>, query_log: QueryLog) -> Self {
+    pub(crate) fn new(db: Db, config: Arc<Config>, query_log: QueryLog) -> Self {
         Self {
             ctx: Context::new(db, config, query_log),
             catalog: Catalog::new(),
@@ -119,13 +119,13 @@ impl Tools {
     }
 
     /// The tools as published in `tools/list`.
-    pub fn published(&self) -> &[rmcp::model::Tool] {
+    pub(crate) fn published(&self) -> &[rmcp::model::Tool] {
         &self.catalog.published
     }
 
     /// Runs a tool call; `None` when there is no such tool. `caller` names the token (for the
     /// query log).
-    pub async fn call(
+    pub(crate) async fn call(
         &self,
         name: &str,
         arguments: Option<Map<String, Value>>,

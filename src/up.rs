@@ -17,7 +17,7 @@ use crate::vocab::Harness;
 use crate::{app, demo, migrate};
 
 /// Embedded engine, migrations, local logs (or the demo), then the server.
-pub async fn run(config: Config, no_ingest: bool) -> anyhow::Result<ExitCode> {
+pub(crate) async fn run(config: Config, no_ingest: bool) -> anyhow::Result<ExitCode> {
     let data_dir = config.embedded.data_dir_path();
     let python = config.embedded.python.clone();
     let engine_dir = data_dir.join("engine");

@@ -34,7 +34,7 @@ pub enum EventType {
 
 impl EventType {
     /// Every type, in canonical order.
-    pub const ALL: [EventType; 9] = [
+    pub const ALL: [Self; 9] = [
         Self::UserInput,
         Self::AssistantResponse,
         Self::Reasoning,
@@ -47,7 +47,7 @@ impl EventType {
     ];
 
     /// Types `search_sessions` accepts (all but `unknown`), in canonical order.
-    pub const SEARCHABLE: [EventType; 8] = [
+    pub const SEARCHABLE: [Self; 8] = [
         Self::UserInput,
         Self::AssistantResponse,
         Self::Reasoning,
@@ -59,7 +59,7 @@ impl EventType {
     ];
 
     /// What `search_sessions` searches when the caller names no types.
-    pub const DEFAULT_SEARCH: [EventType; 3] =
+    pub const DEFAULT_SEARCH: [Self; 3] =
         [Self::UserInput, Self::AssistantResponse, Self::ToolResponse];
 
     pub fn as_str(self) -> &'static str {
@@ -112,7 +112,7 @@ pub enum SessionMode {
 }
 
 impl SessionMode {
-    pub const ALL: [SessionMode; 4] = [
+    pub const ALL: [Self; 4] = [
         Self::WebSearch,
         Self::McpInternal,
         Self::ToolCalling,
@@ -142,7 +142,7 @@ pub enum Harness {
 }
 
 impl Harness {
-    pub const ALL: [Harness; 2] = [Self::Codex, Self::ClaudeCode];
+    pub const ALL: [Self; 2] = [Self::Codex, Self::ClaudeCode];
 
     /// The name stored in `sessions.harness` and accepted by the tools' `harness` filter.
     pub fn as_str(self) -> &'static str {
@@ -186,7 +186,7 @@ mod tests {
     #[test]
     fn test_self_traffic_bit_matches_the_postings_view() {
         let view = include_str!("../sql/002_search_index.sql");
-        let bit = format!("{} * self_tool", SELF_TRAFFIC_BIT);
+        let bit = format!("{SELF_TRAFFIC_BIT} * self_tool");
         assert!(view.contains(&bit), "postings_mv must set {bit}");
         assert!(EventType::ALL.iter().all(|t| t.code() < SELF_TRAFFIC_BIT));
     }

@@ -220,7 +220,7 @@ fn normalisation_agrees_with_the_readme_ground_truth() {
                         event.is_none(),
                         "{name}:{} should make no event, made {event:?}",
                         row.line
-                    )
+                    );
                 }
                 kind => {
                     let event =

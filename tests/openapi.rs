@@ -176,7 +176,7 @@ async fn every_documented_status_is_served_and_nothing_served_is_undocumented() 
         all
     };
     // (server, path, method, headers, body, expected status)
-    let cases: Vec<Case> = vec![
+    let cases: Vec<Case<'_>> = vec![
         (&a, "/mcp", "POST", with(&[]), &init, 200),
         (
             &a,

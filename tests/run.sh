@@ -17,11 +17,11 @@ started=$SECONDS
 step "cargo fmt --check"
 cargo fmt --check
 
-step "cargo clippy --all-targets -- -D warnings"
-cargo clippy --all-targets --locked -- -D warnings
+step "cargo clippy --all-targets --all-features -- -D warnings"
+cargo clippy --all-targets --all-features --locked -- -D warnings
 
 step "cargo test"
-cargo test --locked
+cargo test --all-features --locked
 
 step "deployment files"
 tests/deploy/check.sh
@@ -32,7 +32,7 @@ tests/interop/run.sh
 
 if [ "${SKIP_BENCH:-0}" != 1 ]; then
     step "benchmark harness (--quick, smoke)"
-    cargo build --release --locked
+    cargo build --release --features bench --locked
     target/release/moraine-mcp bench --quick --out target/bench-smoke
 fi
 

@@ -196,7 +196,7 @@ const COMMON: &[&str] = &[
 ];
 
 /// The most frequent real words, most frequent first (query sampling uses them).
-pub fn common_words() -> &'static [&'static str] {
+pub(crate) fn common_words() -> &'static [&'static str] {
     COMMON
 }
 
@@ -213,7 +213,7 @@ const IDENTIFIERS: usize = 60_000;
 
 /// What to generate.
 #[derive(Debug, Clone)]
-pub struct Spec {
+pub(crate) struct Spec {
     /// Approximate number of events to write.
     pub events: u64,
     pub seed: u64,
@@ -221,7 +221,7 @@ pub struct Spec {
 
 /// What was generated.
 #[derive(Debug, Clone)]
-pub struct Generated {
+pub(crate) struct Generated {
     pub dir: PathBuf,
     pub files: usize,
     pub events: u64,
@@ -352,7 +352,7 @@ fn iso(ms: i64) -> String {
 }
 
 /// Generates about `spec.events` events into `dir` (replacing its contents).
-pub fn generate(spec: &Spec, dir: &Path) -> std::io::Result<Generated> {
+pub(crate) fn generate(spec: &Spec, dir: &Path) -> std::io::Result<Generated> {
     if dir.exists() {
         std::fs::remove_dir_all(dir)?;
     }

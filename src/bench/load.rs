@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 /// Latency percentiles over raw samples, in milliseconds.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct Percentiles {
+pub(crate) struct Percentiles {
     pub samples: usize,
     pub p50: f64,
     pub p95: f64,
@@ -25,7 +25,7 @@ pub struct Percentiles {
 
 impl Percentiles {
     /// Nearest-rank percentiles: the smallest sample with at least p% of samples at or below it.
-    pub fn of(mut samples: Vec<f64>) -> Self {
+    pub(crate) fn of(mut samples: Vec<f64>) -> Self {
         if samples.is_empty() {
             return Self::default();
         }
@@ -47,7 +47,7 @@ impl Percentiles {
 
 /// What one workload measured.
 #[derive(Debug, Clone, Serialize)]
-pub struct Measured {
+pub(crate) struct Measured {
     pub client: Percentiles,
     /// The server's own `performance.elapsed_ms`.
     pub server: Percentiles,
@@ -58,13 +58,13 @@ pub struct Measured {
 
 /// A tools/call client for one server.
 #[derive(Clone)]
-pub struct McpClient {
+pub(crate) struct McpClient {
     http: Client<HttpConnector, Full<Bytes>>,
     url: String,
 }
 
 impl McpClient {
-    pub fn new(url: String) -> Self {
+    pub(crate) fn new(url: String) -> Self {
         let mut connector = HttpConnector::new();
         connector.set_nodelay(true);
         Self {
@@ -76,7 +76,7 @@ impl McpClient {
     }
 
     /// Calls a tool; returns the server's elapsed_ms, or an error text.
-    pub async fn call(&self, tool: &str, arguments: &Value) -> Result<f64, String> {
+    pub(crate) async fn call(&self, tool: &str, arguments: &Value) -> Result<f64, String> {
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": arguments}}).to_string();
         let request = axum::http::Request::post(&self.url)
             .header("content-type", "application/json")
@@ -116,7 +116,7 @@ impl McpClient {
     }
 
     /// Runs `requests` through `clients` concurrent callers, after `warmup` unmeasured calls.
-    pub async fn run(
+    pub(crate) async fn run(
         &self,
         tool: &str,
         requests: Arc<Vec<Value>>,
@@ -178,7 +178,7 @@ impl McpClient {
     }
 }
 
-pub fn millis(d: Duration) -> f64 {
+pub(crate) fn millis(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 

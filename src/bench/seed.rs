@@ -29,7 +29,7 @@ const SCHEMA: &[&str] = &[
 
 /// Creates the seed tables in the database behind `seed` and loads every searchable event of
 /// `source_database`. Returns the load time in seconds.
-pub async fn load(seed: &Db, source_database: &str) -> Result<f64, DbError> {
+pub(crate) async fn load(seed: &Db, source_database: &str) -> Result<f64, DbError> {
     for statement in SCHEMA {
         seed.write("seed_schema", statement)
             .execute(seed, seed.default_deadline())
@@ -79,7 +79,7 @@ struct Df {
 }
 
 /// Where a seed search looks.
-pub enum SeedScope {
+pub(crate) enum SeedScope {
     All,
     Session(u64),
     /// The seed has no turns: a session and the turn's time range.
@@ -88,7 +88,7 @@ pub enum SeedScope {
 
 /// One seed search: corpus statistics, document frequencies, then scoring (three round trips,
 /// as the seed design runs them). Returns the elapsed milliseconds.
-pub async fn search(seed: &Db, query: &str, scope: SeedScope) -> Result<f64, DbError> {
+pub(crate) async fn search(seed: &Db, query: &str, scope: SeedScope) -> Result<f64, DbError> {
     let started = Instant::now();
     let deadline = Instant::now() + std::time::Duration::from_secs(30);
     let terms = seed_terms(query);
@@ -158,7 +158,7 @@ pub async fn search(seed: &Db, query: &str, scope: SeedScope) -> Result<f64, DbE
 }
 
 /// The seed's session browse: sessions aggregated from documents at query time.
-pub async fn list(seed: &Db, start_ms: i64, end_ms: i64) -> Result<f64, DbError> {
+pub(crate) async fn list(seed: &Db, start_ms: i64, end_ms: i64) -> Result<f64, DbError> {
     let started = Instant::now();
     let _: Vec<(String, i64, i64, u64)> = seed
         .read(
@@ -175,7 +175,7 @@ pub async fn list(seed: &Db, start_ms: i64, end_ms: i64) -> Result<f64, DbError>
 }
 
 /// The seed's open(event): the document by UID, then its session's ordered context.
-pub async fn open_event(seed: &Db, session: u64, event: u64) -> Result<f64, DbError> {
+pub(crate) async fn open_event(seed: &Db, session: u64, event: u64) -> Result<f64, DbError> {
     let started = Instant::now();
     let deadline = Instant::now() + std::time::Duration::from_secs(30);
     let _: Vec<(String, String)> = seed
@@ -198,7 +198,7 @@ pub async fn open_event(seed: &Db, session: u64, event: u64) -> Result<f64, DbEr
 }
 
 /// The seed's open(turn): the session's documents with turns numbered by a window function.
-pub async fn open_turn(seed: &Db, session: u64, ordinal: u32) -> Result<f64, DbError> {
+pub(crate) async fn open_turn(seed: &Db, session: u64, ordinal: u32) -> Result<f64, DbError> {
     let started = Instant::now();
     let _: Vec<(String, String)> = seed
         .read(
@@ -216,7 +216,7 @@ pub async fn open_turn(seed: &Db, session: u64, ordinal: u32) -> Result<f64, DbE
 }
 
 /// The seed's open(session): every turn summarised from the session's documents.
-pub async fn open_session(seed: &Db, session: u64) -> Result<f64, DbError> {
+pub(crate) async fn open_session(seed: &Db, session: u64) -> Result<f64, DbError> {
     let started = Instant::now();
     let _: Vec<(u64, u64, String)> = seed
         .read(
@@ -233,7 +233,7 @@ pub async fn open_session(seed: &Db, session: u64) -> Result<f64, DbError> {
 }
 
 /// Runs `calls` one after another and summarises their latencies.
-pub async fn measure<F, Fut>(calls: usize, mut call: F) -> Percentiles
+pub(crate) async fn measure<F, Fut>(calls: usize, mut call: F) -> Percentiles
 where
     F: FnMut(usize) -> Fut,
     Fut: std::future::Future<Output = Result<f64, DbError>>,

@@ -7,7 +7,7 @@ use super::draft::{Draft, SelfTools, is_web_search};
 
 /// What one record contributed.
 #[derive(Debug, Default)]
-pub struct AdapterOutput {
+pub(crate) struct AdapterOutput {
     pub drafts: Vec<Draft>,
     /// The harness's own title for the session.
     pub title: Option<String>,
@@ -22,12 +22,12 @@ const TOOL_MEMORY: usize = 256;
 
 /// Tool names by call id, so a result can name the tool that produced it.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct ToolNames {
+pub(crate) struct ToolNames {
     calls: Vec<(String, String, bool)>,
 }
 
 impl ToolNames {
-    pub fn remember(&mut self, call_id: &str, name: &str, is_self: bool) {
+    pub(crate) fn remember(&mut self, call_id: &str, name: &str, is_self: bool) {
         if call_id.is_empty() {
             return;
         }
@@ -39,7 +39,7 @@ impl ToolNames {
     }
 
     /// Makes `draft` the call `call_id` of tool `name` with `arguments`, and remembers it.
-    pub fn record_call(
+    pub(crate) fn record_call(
         &mut self,
         draft: &mut Draft,
         name: String,
@@ -56,7 +56,7 @@ impl ToolNames {
     }
 
     /// Makes `draft` the result of call `call_id`, named after the call when it is remembered.
-    pub fn name_result(&self, draft: &mut Draft, call_id: String) {
+    pub(crate) fn name_result(&self, draft: &mut Draft, call_id: String) {
         if let Some((name, is_self)) = self.lookup(&call_id) {
             draft.tool_name = name;
             draft.self_tool = is_self;
@@ -65,7 +65,7 @@ impl ToolNames {
     }
 
     /// The tool name and self-tool flag of a call.
-    pub fn lookup(&self, call_id: &str) -> Option<(String, bool)> {
+    pub(crate) fn lookup(&self, call_id: &str) -> Option<(String, bool)> {
         self.calls
             .iter()
             .rev()

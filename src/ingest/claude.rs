@@ -37,12 +37,12 @@ const FINAL_STOP_REASONS: &[&str] = &["end_turn", "stop_sequence", "max_tokens",
 
 /// Adapter state carried across runs in the checkpoint.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct ClaudeState {
+pub(crate) struct ClaudeState {
     model: String,
     tools: ToolNames,
 }
 
-pub struct Claude<'a> {
+pub(crate) struct Claude<'a> {
     pub state: ClaudeState,
     pub self_tools: &'a SelfTools,
     /// This file is a sub-agent's own transcript.
@@ -51,7 +51,7 @@ pub struct Claude<'a> {
 
 impl Claude<'_> {
     /// Normalises one record.
-    pub fn read(&mut self, record: &Value, raw: &str, out: &mut AdapterOutput) {
+    pub(crate) fn read(&mut self, record: &Value, raw: &str, out: &mut AdapterOutput) {
         let ts = parse_ts(record.get("timestamp"));
         if let Some(cwd) = record.get("cwd").and_then(Value::as_str) {
             out.cwd = Some(cwd.to_owned());

@@ -54,7 +54,7 @@ struct Waiting {
 
 /// Adapter state carried across runs in the checkpoint.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct CodexState {
+pub(crate) struct CodexState {
     model: String,
     tools: ToolNames,
     /// Items kept whose mirror has not arrived yet: (kind, text hash).
@@ -62,14 +62,14 @@ pub struct CodexState {
     waiting: Vec<Waiting>,
 }
 
-pub struct Codex<'a> {
+pub(crate) struct Codex<'a> {
     pub state: CodexState,
     pub self_tools: &'a SelfTools,
 }
 
 impl Codex<'_> {
     /// Normalises one record.
-    pub fn read(&mut self, record: &Value, raw: &str, out: &mut AdapterOutput) {
+    pub(crate) fn read(&mut self, record: &Value, raw: &str, out: &mut AdapterOutput) {
         let ts = parse_ts(record.get("timestamp"));
         let kind = record.get("type").and_then(Value::as_str).unwrap_or("");
         let payload = record.get("payload").unwrap_or(&Value::Null);

@@ -77,7 +77,7 @@ pub fn from_paths(
             let pattern = path.join("**").join("*.jsonl");
             match glob::glob(&pattern.to_string_lossy()) {
                 Ok(entries) => {
-                    candidates.extend(entries.filter_map(Result::ok).filter(|p| p.is_file()))
+                    candidates.extend(entries.filter_map(Result::ok).filter(|p| p.is_file()));
                 }
                 Err(e) => problems.push(DiscoverError::Unusable {
                     path: path.clone(),

@@ -95,6 +95,18 @@ impl SessionBuilder {
         events: &mut Vec<EventRow>,
         turns: &mut Vec<TurnRow>,
     ) {
+        let (key, ts) = self.place(&draft);
+        if let Some(closed) = self.enter_turn(&draft, ts) {
+            turns.push(closed);
+        }
+        let summary = event_summary(&draft, self.settings.preview_chars);
+        self.record_in_turn(&draft, key, ts, &summary);
+        self.record_in_session(&draft, ts);
+        events.push(self.event_row(draft, key, ts, line_no, summary, indexer));
+    }
+
+    /// The draft's time (the latest seen, when it has none) and its event key.
+    fn place(&mut self, draft: &Draft) -> (u64, i64) {
         let state = &mut self.state;
         if let Some(ts) = draft.ts {
             state.last_ts = state.last_ts.max(ts);
@@ -103,22 +115,29 @@ impl SessionBuilder {
         let sequence = state.events % SEQUENCE_SPAN + 1;
         let key = ((ts as u64 & TIME_MASK) << SEQUENCE_BITS) | sequence;
         state.events += 1;
+        (key, ts)
+    }
 
+    /// Starts a new turn when the draft begins one; returns the row of the turn it closes.
+    fn enter_turn(&mut self, draft: &Draft, ts: i64) -> Option<TurnRow> {
+        let turn = &self.state.turn;
         let starts_turn = draft.starts_turn && !draft.sidechain;
-        let opens_turn = draft.opens_turn && !draft.sidechain && state.turn.completed;
-        if state.turn.ordinal == 0 || (starts_turn && state.turn.has_user_input) || opens_turn {
-            if state.turn.ordinal > 0 {
-                let closed = self.close_turn();
-                turns.push(closed);
-            }
-            let state = &mut self.state;
-            let ordinal = state.turn.ordinal + 1;
-            state.turn = TurnState {
-                ordinal,
-                started_at: ts,
-                ..TurnState::default()
-            };
+        let opens_turn = draft.opens_turn && !draft.sidechain && turn.completed;
+        if !(turn.ordinal == 0 || (starts_turn && turn.has_user_input) || opens_turn) {
+            return None;
         }
+        let closed = (turn.ordinal > 0).then(|| self.close_turn());
+        let ordinal = self.state.turn.ordinal + 1;
+        self.state.turn = TurnState {
+            ordinal,
+            started_at: ts,
+            ..TurnState::default()
+        };
+        closed
+    }
+
+    /// What the draft changes in its turn: counts, the user input, the last answer, the ending.
+    fn record_in_turn(&mut self, draft: &Draft, key: u64, ts: i64, summary: &(String, bool)) {
         let state = &mut self.state;
         let turn = &mut state.turn;
         turn.event_count += 1;
@@ -135,53 +154,55 @@ impl SessionBuilder {
         {
             turn.tools_called.push(draft.tool_name.clone());
         }
-        let (summary, summary_truncated) = event_summary(&draft, self.settings.preview_chars);
         // The preview of the event's text: the summary already is one, except for tool calls.
         let text_preview = || {
             if draft.event_type == EventType::ToolCall {
                 preview(&draft.text, self.settings.preview_chars)
             } else {
-                (summary.clone(), summary_truncated)
+                summary.clone()
             }
         };
-        if starts_turn && !turn.has_user_input {
+        if draft.starts_turn && !draft.sidechain && !turn.has_user_input {
             turn.has_user_input = true;
             turn.user_event = key;
-            let (text, cut) = text_preview();
-            turn.user_preview = text;
-            turn.user_truncated = cut;
+            (turn.user_preview, turn.user_truncated) = text_preview();
             if !state.title_from_harness && state.title.is_empty() {
                 state.title = title_from_input(&draft.text);
             }
         }
-        if !draft.sidechain {
-            turn.last_event = Some((key, draft.event_type));
-            if draft.event_type == EventType::AssistantResponse && !draft.commentary {
-                let (text, cut) = text_preview();
-                turn.last_answer = Some((key, text, cut));
-            }
-            if let Some(ending) = draft.ending
-                && !turn.completed
-            {
-                turn.completed = true;
-                turn.terminal = key;
-                turn.final_answer = match ending {
-                    Ending::Completed => turn.last_answer.clone(),
-                    Ending::Interrupted | Ending::Failed => None,
-                };
-            }
+        if draft.sidechain {
+            return;
         }
+        turn.last_event = Some((key, draft.event_type));
+        if draft.event_type == EventType::AssistantResponse && !draft.commentary {
+            let (text, cut) = text_preview();
+            turn.last_answer = Some((key, text, cut));
+        }
+        if let Some(ending) = draft.ending
+            && !turn.completed
+        {
+            turn.completed = true;
+            turn.terminal = key;
+            turn.final_answer = match ending {
+                Ending::Completed => turn.last_answer.clone(),
+                Ending::Interrupted | Ending::Failed => None,
+            };
+        }
+    }
 
+    /// What the draft changes in the session: its time span, mode and model.
+    fn record_in_session(&mut self, draft: &Draft, ts: i64) {
+        let state = &mut self.state;
         if draft.ts.is_some() {
             if state.started_at == 0 || ts < state.started_at {
                 state.started_at = ts;
             }
             state.updated_at = state.updated_at.max(ts);
         }
-        if draft.event_type == EventType::ToolCall || draft.web_search {
-            if draft.web_search {
-                state.web_search = true;
-            } else if draft.self_tool {
+        if draft.web_search {
+            state.web_search = true;
+        } else if draft.event_type == EventType::ToolCall {
+            if draft.self_tool {
                 state.self_tools = true;
             } else {
                 state.other_tools = true;
@@ -190,12 +211,24 @@ impl SessionBuilder {
         if draft.event_type != EventType::UserInput && !draft.model.is_empty() {
             state.model = draft.model.clone();
         }
+    }
+
+    /// The event's row, with its index terms.
+    fn event_row(
+        &self,
+        draft: Draft,
+        key: u64,
+        ts: i64,
+        line_no: u32,
+        (summary, summary_truncated): (String, bool),
+        indexer: &mut Indexer,
+    ) -> EventRow {
+        let state = &self.state;
         let originating_model = if draft.event_type == EventType::UserInput {
             String::new()
         } else {
             state.model.clone()
         };
-
         let searchable = draft.event_type != EventType::Unknown;
         let doc = if searchable {
             let indexed =
@@ -204,41 +237,41 @@ impl SessionBuilder {
         } else {
             Default::default()
         };
-        let raw = crate::rows::strip_text(draft.raw, &draft.text);
-        events.push(EventRow {
+        // Only model output names its model; other events carry the session's model as
+        // originating_model (a turn_context, say, names the model without being its output).
+        let model = if matches!(
+            draft.event_type,
+            EventType::AssistantResponse | EventType::Reasoning
+        ) {
+            draft.model
+        } else {
+            String::new()
+        };
+        EventRow {
             session_key: self.session_key,
             turn_ordinal: state.turn.ordinal,
             ordinal: state.turn.event_count,
             event_key: key,
             event_type: draft.event_type.code() as i8,
             ts,
-            // Only model output names its model; other events carry the session's model as
-            // originating_model (a turn_context, say, names the model without being its output).
-            model: if matches!(
-                draft.event_type,
-                EventType::AssistantResponse | EventType::Reasoning
-            ) {
-                draft.model
-            } else {
-                String::new()
-            },
+            model,
             originating_model,
             tool_name: draft.tool_name,
             tool_call_id: draft.tool_call_id,
             exit_code: draft.exit_code,
             is_error: draft.is_error,
+            raw: crate::rows::strip_text(draft.raw, &draft.text),
             text: draft.text,
             arguments: draft.arguments,
             summary,
             summary_truncated,
-            raw,
             searchable: searchable && !doc.terms.is_empty(),
             self_tool: draft.self_tool,
             doc_len: doc.doc_len,
             line_no,
             terms: doc.terms,
             tfs: doc.tfs,
-        });
+        }
     }
 
     /// Closes the current turn because a new one begins. A turn whose last parent-agent event

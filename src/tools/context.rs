@@ -21,7 +21,7 @@ use crate::db::Db;
 
 /// What a tool module provides. Calls reach [`Tool::run`] only with arguments that passed
 /// [`Tool::input_schema`] and were read into [`Tool::Args`].
-pub trait Tool {
+pub(crate) trait Tool {
     /// The tool's wire name.
     const NAME: &'static str;
     const TITLE: &'static str;
@@ -82,7 +82,7 @@ pub trait Tool {
 }
 
 /// A tool's successful answer, before the envelope's performance block is added.
-pub struct Answer<T: Tool + ?Sized> {
+pub(crate) struct Answer<T: Tool + ?Sized> {
     pub request: T::Request,
     pub data: T::Data,
     /// Non-fatal notes about the request.
@@ -93,7 +93,7 @@ pub struct Answer<T: Tool + ?Sized> {
 
 /// A call's time limits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Budget {
+pub(crate) struct Budget {
     pub deadline_ms: u64,
     /// The SLA target an error envelope reports: the tool's default row.
     pub fallback_sla_ms: u64,
@@ -101,7 +101,7 @@ pub struct Budget {
 
 /// What the tools share: the database, the configuration, the query log and a little cached
 /// state.
-pub struct Context {
+pub(crate) struct Context {
     pub db: Db,
     pub config: Arc<Config>,
     /// BM25 statistics, cached briefly; also the corpus size that picks the global-search SLA row.
@@ -111,7 +111,7 @@ pub struct Context {
 }
 
 impl Context {
-    pub fn new(db: Db, config: Arc<Config>, query_log: QueryLog) -> Self {
+    pub(crate) fn new(db: Db, config: Arc<Config>, query_log: QueryLog) -> Self {
         Self {
             db,
             config,
@@ -123,7 +123,7 @@ impl Context {
 
     /// The key list_sessions cursors are signed with, shared through the database so every
     /// instance accepts every other instance's cursors.
-    pub async fn cursor_key(&self) -> Result<&[u8], ToolError> {
+    pub(crate) async fn cursor_key(&self) -> Result<&[u8], ToolError> {
         let key = self
             .cursor_key
             .get_or_try_init(|| async {
@@ -150,7 +150,7 @@ impl Context {
 
 /// Reads an optional integer argument. JSON Schema counts `10.0` as an integer, so the schema
 /// accepts it, and so must the reader.
-pub fn optional_integer<'de, D: Deserializer<'de>>(
+pub(crate) fn optional_integer<'de, D: Deserializer<'de>>(
     deserializer: D,
 ) -> Result<Option<u32>, D::Error> {
     let Some(number) = Option::<serde_json::Number>::deserialize(deserializer)? else {

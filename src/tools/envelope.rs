@@ -9,7 +9,7 @@ use crate::vocab::EventType;
 
 /// `performance` on every response, success or error.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct Performance {
+pub(crate) struct Performance {
     /// Milliseconds from receiving the call to the serialised response.
     pub elapsed_ms: u64,
     /// The spec's target (its P95 figure) for the kind of request this was.
@@ -21,7 +21,7 @@ pub struct Performance {
 /// A successful response.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
-pub struct Envelope<R, D> {
+pub(crate) struct Envelope<R, D> {
     /// `moraine.mcp.<tool>.v1`.
     pub schema_version: String,
     pub tool: String,
@@ -36,7 +36,7 @@ pub struct Envelope<R, D> {
 /// A rejected request or failed lookup (`schema_version` `moraine.mcp.error.v1`).
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
-pub struct ErrorEnvelope {
+pub(crate) struct ErrorEnvelope {
     pub schema_version: String,
     pub tool: String,
     /// The request as received.
@@ -48,7 +48,7 @@ pub struct ErrorEnvelope {
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
-pub struct ErrorBody {
+pub(crate) struct ErrorBody {
     pub code: ErrorCode,
     pub message: String,
     /// Machine-readable context: `field` names the offending input where there is one;
@@ -59,7 +59,7 @@ pub struct ErrorBody {
 /// The spec's error codes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum ErrorCode {
+pub(crate) enum ErrorCode {
     InvalidRequest,
     InvalidId,
     NotFound,
@@ -72,7 +72,7 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::InvalidRequest => "invalid_request",
             Self::InvalidId => "invalid_id",
@@ -96,7 +96,7 @@ impl ErrorCode {
 
 /// Every way a tool call can fail, mapped once to the spec's codes by [`ToolError::body`].
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum ToolError {
+pub(crate) enum ToolError {
     #[error("{message}")]
     InvalidRequest {
         field: Option<String>,
@@ -122,14 +122,14 @@ pub enum ToolError {
 }
 
 impl ToolError {
-    pub fn invalid(field: &str, message: impl Into<String>) -> Self {
+    pub(crate) fn invalid(field: &str, message: impl Into<String>) -> Self {
         Self::InvalidRequest {
             field: Some(field.to_owned()),
             message: message.into(),
         }
     }
 
-    pub fn code(&self) -> ErrorCode {
+    pub(crate) fn code(&self) -> ErrorCode {
         match self {
             Self::InvalidRequest { .. } => ErrorCode::InvalidRequest,
             Self::InvalidId { .. } => ErrorCode::InvalidId,
@@ -144,7 +144,7 @@ impl ToolError {
     }
 
     /// The `error` object of the envelope; `deadline_ms` is the deadline the call ran under.
-    pub fn body(&self, deadline_ms: u64) -> ErrorBody {
+    pub(crate) fn body(&self, deadline_ms: u64) -> ErrorBody {
         let code = self.code();
         let mut details = Map::new();
         let message = match self {
@@ -201,7 +201,7 @@ impl From<DbError> for ToolError {
 
 impl ErrorBody {
     /// The compact text of `content[0].text` for a failed call of `tool`.
-    pub fn text(&self, tool: &str) -> String {
+    pub(crate) fn text(&self, tool: &str) -> String {
         let field = self
             .details
             .get("field")

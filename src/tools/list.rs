@@ -4,7 +4,7 @@
 mod cursor;
 mod render;
 mod sql;
-pub mod wire;
+pub(crate) mod wire;
 
 use std::time::Instant;
 
@@ -30,11 +30,11 @@ const MAX_CURSOR_CHARS: u64 = 1024;
 const TYPICAL_MATCHES: u64 = 5000;
 
 /// The `list_sessions` tool.
-pub struct ListSessions;
+pub(crate) struct ListSessions;
 
 /// The arguments, as the published schema accepted them.
 #[derive(Debug, Deserialize)]
-pub struct Args {
+pub(crate) struct Args {
     start_datetime: String,
     end_datetime: String,
     #[serde(default, deserialize_with = "optional_integer")]

@@ -6,7 +6,7 @@
 
 mod render;
 mod sql;
-pub mod wire;
+pub(crate) mod wire;
 
 use std::time::Instant;
 
@@ -32,11 +32,11 @@ use wire::{
 const EVENT_TARGET_BYTES: usize = 64 * 1024;
 
 /// The `open` tool.
-pub struct Open;
+pub(crate) struct Open;
 
 /// The arguments, as the published schema accepted them.
 #[derive(Debug, Deserialize)]
-pub struct Args {
+pub(crate) struct Args {
     id: String,
 }
 

@@ -19,7 +19,7 @@ const BATCH: usize = 1000;
 const FLUSH_EVERY: Duration = Duration::from_secs(1);
 
 #[derive(Debug, Clone, Serialize, clickhouse::Row)]
-pub struct QueryRow {
+pub(crate) struct QueryRow {
     pub ts: i64,
     pub query_id: String,
     pub query: String,
@@ -38,7 +38,7 @@ pub struct QueryRow {
 }
 
 #[derive(Debug, Clone, Serialize, clickhouse::Row)]
-pub struct HitRow {
+pub(crate) struct HitRow {
     pub ts: i64,
     pub query_id: String,
     pub rank: u8,
@@ -49,14 +49,14 @@ pub struct HitRow {
 
 /// One search to log.
 #[derive(Debug, Clone)]
-pub struct Entry {
+pub(crate) struct Entry {
     pub query: QueryRow,
     pub hits: Vec<HitRow>,
 }
 
 /// The sending side; cheap to clone. Disabled logs drop everything silently.
 #[derive(Clone)]
-pub struct QueryLog {
+pub(crate) struct QueryLog {
     tx: Option<mpsc::Sender<Entry>>,
     metrics: Metrics,
 }
@@ -64,7 +64,7 @@ pub struct QueryLog {
 impl QueryLog {
     /// Starts the writer task (when `enabled`). The task ends once every sender is dropped,
     /// after writing what it holds.
-    pub fn start(db: Db, enabled: bool) -> (Self, Option<tokio::task::JoinHandle<()>>) {
+    pub(crate) fn start(db: Db, enabled: bool) -> (Self, Option<tokio::task::JoinHandle<()>>) {
         let metrics = db.metrics().clone();
         if !enabled {
             return (Self { tx: None, metrics }, None);
@@ -80,7 +80,7 @@ impl QueryLog {
         )
     }
 
-    pub fn record(&self, entry: Entry) {
+    pub(crate) fn record(&self, entry: Entry) {
         let Some(tx) = &self.tx else {
             return;
         };

@@ -17,16 +17,16 @@ use serde_json::{Map, Value, json};
 use super::envelope::{ErrorEnvelope, ToolError};
 
 /// The ID grammar of spec-notes: a kind prefix and a bounded URL-safe token.
-pub const ID_PATTERN: &str = "^(session|turn|event):[A-Za-z0-9_-]{1,128}$";
+pub(crate) const ID_PATTERN: &str = "^(session|turn|event):[A-Za-z0-9_-]{1,128}$";
 
 /// RFC 3339 date-time with an explicit `Z` or offset.
-pub const DATETIME_PATTERN: &str = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?([Zz]|[+-][0-9]{2}:[0-9]{2})$";
+pub(crate) const DATETIME_PATTERN: &str = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?([Zz]|[+-][0-9]{2}:[0-9]{2})$";
 
 /// Longest accepted harness or source name.
-pub const MAX_NAME_CHARS: u64 = 128;
+pub(crate) const MAX_NAME_CHARS: u64 = 128;
 
 /// The schema of the `harness` and `source` filters.
-pub fn name_filter(what: &str) -> Value {
+pub(crate) fn name_filter(what: &str) -> Value {
     json!({
         "type": ["string", "null"],
         "minLength": 1,
@@ -36,12 +36,12 @@ pub fn name_filter(what: &str) -> Value {
 }
 
 /// The message for a `harness` or `source` filter that breaks its schema.
-pub fn name_filter_message(field: &str) -> String {
+pub(crate) fn name_filter_message(field: &str) -> String {
     format!("{field} must be a non-empty string of at most {MAX_NAME_CHARS} characters")
 }
 
 /// The output schema: the success envelope `T` or the error envelope.
-pub fn output<T: JsonSchema>() -> Value {
+pub(crate) fn output<T: JsonSchema>() -> Value {
     let success = generator().into_root_schema_for::<T>().to_value();
     let error = generator()
         .into_root_schema_for::<ErrorEnvelope>()
@@ -85,7 +85,7 @@ fn strip_root(mut schema: Value) -> Value {
 }
 
 /// Converts a JSON value into the object map rmcp wants.
-pub fn as_object(value: Value) -> Arc<Map<String, Value>> {
+pub(crate) fn as_object(value: Value) -> Arc<Map<String, Value>> {
     match value {
         Value::Object(map) => Arc::new(map),
         _ => unreachable!("schemas are objects"),
@@ -93,7 +93,7 @@ pub fn as_object(value: Value) -> Arc<Map<String, Value>> {
 }
 
 /// What a tool says about failures of its own fields.
-pub struct InputRules {
+pub(crate) struct InputRules {
     /// Fields whose pattern is the ID grammar: a mismatch is `invalid_id`.
     pub id_fields: &'static [&'static str],
     /// A tool-specific error for a failure, before the general mapping applies.
@@ -103,13 +103,13 @@ pub struct InputRules {
 }
 
 /// A compiled input schema plus the tool-specific meaning of its failures.
-pub struct InputValidator {
+pub(crate) struct InputValidator {
     validator: jsonschema::Validator,
     rules: InputRules,
 }
 
 impl InputValidator {
-    pub fn new(schema: &Value, rules: InputRules) -> Self {
+    pub(crate) fn new(schema: &Value, rules: InputRules) -> Self {
         Self {
             validator: jsonschema::validator_for(schema).expect("published schemas compile"),
             rules,
@@ -117,7 +117,7 @@ impl InputValidator {
     }
 
     /// Validates `arguments`; the first failure becomes the spec's error.
-    pub fn check(&self, arguments: &Value) -> Result<(), ToolError> {
+    pub(crate) fn check(&self, arguments: &Value) -> Result<(), ToolError> {
         let mut errors: Vec<(String, ToolError)> = self
             .validator
             .iter_errors(arguments)
@@ -173,6 +173,9 @@ impl InputValidator {
 }
 
 /// No tool-specific errors.
-pub fn no_special(_field: &str, _error: &jsonschema::ValidationError<'_>) -> Option<ToolError> {
+pub(crate) fn no_special(
+    _field: &str,
+    _error: &jsonschema::ValidationError<'_>,
+) -> Option<ToolError> {
     None
 }

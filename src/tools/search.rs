@@ -9,7 +9,7 @@
 mod render;
 mod snippet;
 mod sql;
-pub mod wire;
+pub(crate) mod wire;
 
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
@@ -39,11 +39,11 @@ const DEFAULT_N_HITS: u32 = 10;
 const SNIPPET_TEXT_BYTES: u32 = 256 * 1024;
 
 /// The `search_sessions` tool.
-pub struct SearchSessions;
+pub(crate) struct SearchSessions;
 
 /// The arguments, as the published schema accepted them.
 #[derive(Debug, Deserialize)]
-pub struct Args {
+pub(crate) struct Args {
     query: String,
     #[serde(default)]
     within_id: Option<String>,

@@ -20,7 +20,7 @@ const MAX_TERMS: usize = 200_000;
 
 /// What scoring needs for one query.
 #[derive(Debug, Clone, PartialEq)]
-pub struct QueryStats {
+pub(crate) struct QueryStats {
     /// Inverse document frequency of each query term, in order.
     pub idfs: Vec<f64>,
     pub average_length: f64,
@@ -34,7 +34,7 @@ struct Cache {
 
 /// The shared statistics cache.
 #[derive(Default)]
-pub struct Statistics {
+pub(crate) struct Statistics {
     cache: Mutex<Cache>,
 }
 
@@ -64,7 +64,7 @@ const STATS_SQL: &str = concat!(
 
 impl Statistics {
     /// The statistics of `terms`, from the cache where fresh, otherwise from ClickHouse.
-    pub async fn for_terms(
+    pub(crate) async fn for_terms(
         &self,
         db: &Db,
         terms: &[u64],
@@ -119,7 +119,7 @@ impl Statistics {
     }
 
     /// Searchable documents as of the last read (0 before any search).
-    pub fn documents(&self) -> u64 {
+    pub(crate) fn documents(&self) -> u64 {
         self.cache
             .lock()
             .expect("statistics lock")

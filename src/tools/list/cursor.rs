@@ -12,7 +12,7 @@ use crate::tools::envelope::ToolError;
 
 /// Where the previous page ended, signed so it cannot be forged or reused with other filters.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CursorBody {
+pub(super) struct CursorBody {
     /// Version of this format.
     pub v: u8,
     /// Fingerprint of the window, filters and sort the cursor belongs to.
@@ -25,7 +25,7 @@ pub struct CursorBody {
 }
 
 /// Binds a cursor to the instants (not the spelling) of the window, and to filters and sort.
-pub fn fingerprint(request: &ListRequest, start: i64, end: i64) -> String {
+pub(super) fn fingerprint(request: &ListRequest, start: i64, end: i64) -> String {
     let canonical = serde_json::json!([
         start,
         end,
@@ -38,7 +38,7 @@ pub fn fingerprint(request: &ListRequest, start: i64, end: i64) -> String {
     URL_SAFE_NO_PAD.encode(&digest[..12])
 }
 
-pub fn sign(key: &[u8], body: &CursorBody) -> String {
+pub(super) fn sign(key: &[u8], body: &CursorBody) -> String {
     let payload = URL_SAFE_NO_PAD.encode(serde_json::to_vec(body).expect("cursor serialises"));
     let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("any key length");
     mac.update(payload.as_bytes());
@@ -46,7 +46,7 @@ pub fn sign(key: &[u8], body: &CursorBody) -> String {
     format!("{payload}.{tag}")
 }
 
-pub fn verify(key: &[u8], token: &str, fingerprint: &str) -> Result<CursorBody, ToolError> {
+pub(super) fn verify(key: &[u8], token: &str, fingerprint: &str) -> Result<CursorBody, ToolError> {
     let invalid = || {
         ToolError::invalid(
             "cursor",

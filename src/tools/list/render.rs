@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use super::wire::{ListData, ListRequest};
 
-pub fn text(request: &ListRequest, data: &ListData) -> String {
+pub(super) fn text(request: &ListRequest, data: &ListData) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,

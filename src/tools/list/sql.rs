@@ -4,7 +4,7 @@ use serde::Deserialize;
 
 /// A page of sessions overlapping the window, with the count of all that match (which picks the
 /// SLA row). `«filters»` and `«after»` are fixed fragments, `«dir»` the sort keyword.
-pub const LIST_SQL: &str = "
+pub(super) const LIST_SQL: &str = "
 WITH (SELECT count() FROM sessions FINAL
       WHERE updated_at >= {start:DateTime64(3, 'UTC')} AND started_at < {end:DateTime64(3, 'UTC')} «filters») AS matching_count
 SELECT session_key, title, harness, source, started_at, updated_at, completed, turn_count, event_count, mode,
@@ -14,17 +14,17 @@ WHERE updated_at >= {start:DateTime64(3, 'UTC')} AND started_at < {end:DateTime6
 ORDER BY updated_at «dir», session_key «dir»
 LIMIT {limit:UInt32}";
 
-pub const FILTER_MODE: &str = "AND mode = {mode:String}";
-pub const FILTER_HARNESS: &str = "AND harness = {harness:String}";
-pub const FILTER_SOURCE: &str = "AND source = {source:String}";
-pub const AFTER_DESC: &str =
+pub(super) const FILTER_MODE: &str = "AND mode = {mode:String}";
+pub(super) const FILTER_HARNESS: &str = "AND harness = {harness:String}";
+pub(super) const FILTER_SOURCE: &str = "AND source = {source:String}";
+pub(super) const AFTER_DESC: &str =
     "AND (updated_at, session_key) < ({after_ts:DateTime64(3, 'UTC')}, {after_key:UInt64})";
-pub const AFTER_ASC: &str =
+pub(super) const AFTER_ASC: &str =
     "AND (updated_at, session_key) > ({after_ts:DateTime64(3, 'UTC')}, {after_key:UInt64})";
 
 /// One listed session, with the number of sessions matching the whole window.
 #[derive(Debug, clickhouse::Row, Deserialize)]
-pub struct Row {
+pub(super) struct Row {
     pub session_key: u64,
     pub title: String,
     pub harness: String,
@@ -42,7 +42,7 @@ pub struct Row {
 
 /// Epoch milliseconds as a `DateTime64(3)` parameter (decimal seconds), clamped to the type's
 /// range (1900–2299) so far-off but valid datetimes still compare correctly.
-pub fn db_time(ms: i64) -> String {
+pub(super) fn db_time(ms: i64) -> String {
     const MIN: i64 = -2_208_988_800_000; // 1900-01-01T00:00:00Z
     const MAX: i64 = 10_413_791_999_999; // 2299-12-31T23:59:59.999Z
     let ms = ms.clamp(MIN, MAX);

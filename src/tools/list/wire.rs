@@ -8,7 +8,7 @@ use crate::vocab::SessionMode;
 /// The listing order: by `updated_at`, then session ID.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum SortOrder {
+pub(crate) enum SortOrder {
     /// Newest first (the default).
     #[default]
     Desc,
@@ -16,7 +16,7 @@ pub enum SortOrder {
 }
 
 impl SortOrder {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Desc => "desc",
             Self::Asc => "asc",
@@ -24,7 +24,7 @@ impl SortOrder {
     }
 
     /// The SQL keyword.
-    pub fn sql(self) -> &'static str {
+    pub(crate) fn sql(self) -> &'static str {
         match self {
             Self::Desc => "DESC",
             Self::Asc => "ASC",
@@ -34,7 +34,7 @@ impl SortOrder {
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
-pub struct ListRequest {
+pub(crate) struct ListRequest {
     pub start_datetime: String,
     pub end_datetime: String,
     pub limit: u32,
@@ -51,7 +51,7 @@ pub struct ListRequest {
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
-pub struct ListData {
+pub(crate) struct ListData {
     pub result_count: u32,
     pub limit: u32,
     /// More sessions match beyond this page.
@@ -63,7 +63,7 @@ pub struct ListData {
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
-pub struct ListedSession {
+pub(crate) struct ListedSession {
     /// Position in the whole listing, across pages (1-based).
     pub rank: u32,
     pub id: String,
@@ -74,7 +74,7 @@ pub struct ListedSession {
 /// Compact session metadata: no text from the session's events.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
-pub struct SessionMeta {
+pub(crate) struct SessionMeta {
     pub id: String,
     pub title: String,
     pub source: String,
@@ -91,6 +91,6 @@ pub struct SessionMeta {
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
-pub struct SessionRef {
+pub(crate) struct SessionRef {
     pub session_id: String,
 }

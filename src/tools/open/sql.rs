@@ -4,25 +4,26 @@
 use serde::Deserialize;
 
 /// A session, whole.
-pub const SESSION_SQL: &str = "SELECT ?fields FROM sessions FINAL WHERE session_key = {s:UInt64}";
+pub(super) const SESSION_SQL: &str =
+    "SELECT ?fields FROM sessions FINAL WHERE session_key = {s:UInt64}";
 
 /// Every turn of a session.
-pub const SESSION_TURNS_SQL: &str =
+pub(super) const SESSION_TURNS_SQL: &str =
     "SELECT ?fields FROM turns FINAL WHERE session_key = {s:UInt64} ORDER BY ordinal";
 
 /// The sessions that started just before and just after one.
-pub const NEIGHBOUR_SESSIONS_SQL: &str = "
+pub(super) const NEIGHBOUR_SESSIONS_SQL: &str = "
 WITH (SELECT (started_at, session_key) FROM sessions FINAL WHERE session_key = {s:UInt64}) AS me
 SELECT
     (SELECT session_key FROM sessions FINAL WHERE (started_at, session_key) < me ORDER BY started_at DESC, session_key DESC LIMIT 1),
     (SELECT session_key FROM sessions FINAL WHERE (started_at, session_key) > me ORDER BY started_at ASC, session_key ASC LIMIT 1)";
 
 /// A turn and its neighbours: turn IDs carry the ordinal, so all three are one range read.
-pub const TURN_AND_NEIGHBOURS_SQL: &str = "SELECT ?fields FROM turns FINAL WHERE session_key = {s:UInt64} \
+pub(super) const TURN_AND_NEIGHBOURS_SQL: &str = "SELECT ?fields FROM turns FINAL WHERE session_key = {s:UInt64} \
      AND ordinal BETWEEN {lo:UInt32} AND {hi:UInt32} ORDER BY ordinal";
 
 /// A turn's events, as summaries.
-pub const TURN_EVENTS_SQL: &str = "
+pub(super) const TURN_EVENTS_SQL: &str = "
 SELECT event_key, ordinal, toUInt8(event_type) AS event_type, ts, tool_name, model, summary, summary_truncated
 FROM events
 WHERE session_key = {s:UInt64}
@@ -31,12 +32,12 @@ ORDER BY ordinal";
 
 /// The turns around an event (found by a scalar subquery on the event, so this statement need
 /// not wait for the event's own).
-pub const EVENT_TURNS_SQL: &str = "
+pub(super) const EVENT_TURNS_SQL: &str = "
 WITH (SELECT turn_ordinal FROM events WHERE session_key = {s:UInt64} AND event_key = {e:UInt64} LIMIT 1) AS o
 SELECT ?fields FROM turns FINAL WHERE session_key = {s:UInt64} AND ordinal BETWEEN o - 1 AND o + 1 ORDER BY ordinal";
 
 /// The event, and its neighbours' keys (their text is left out).
-pub const EVENT_SQL: &str = "
+pub(super) const EVENT_SQL: &str = "
 WITH (SELECT (turn_ordinal, ordinal) FROM events WHERE session_key = {s:UInt64} AND event_key = {e:UInt64} LIMIT 1) AS pos
 SELECT event_key, turn_ordinal, ordinal, toUInt8(event_type) AS event_type, ts, model, originating_model, tool_name,
        exit_code, is_error,
@@ -49,7 +50,7 @@ ORDER BY ordinal";
 
 /// An event of a turn, as listed by `open(turn)`.
 #[derive(Debug, clickhouse::Row, Deserialize)]
-pub struct EventSummaryRow {
+pub(super) struct EventSummaryRow {
     pub event_key: u64,
     pub ordinal: u32,
     pub event_type: u8,
@@ -62,7 +63,7 @@ pub struct EventSummaryRow {
 
 /// An event in full (or, for its neighbours, without text).
 #[derive(Debug, clickhouse::Row, Deserialize)]
-pub struct EventRow {
+pub(super) struct EventRow {
     pub event_key: u64,
     pub turn_ordinal: u32,
     pub ordinal: u32,

@@ -12,14 +12,14 @@ use crate::vocab::EventType;
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
-pub struct OpenRequest {
+pub(crate) struct OpenRequest {
     pub id: String,
 }
 
 /// What was opened; `kind` says which.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
-pub enum OpenData {
+pub(crate) enum OpenData {
     Session(Box<SessionView>),
     Turn(Box<TurnView>),
     Event(Box<EventView>),
@@ -27,7 +27,7 @@ pub enum OpenData {
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
-pub struct SessionView {
+pub(crate) struct SessionView {
     pub session: SessionInfo,
     /// Every known turn, by ordinal.
     pub turns: Vec<TurnSummary>,
@@ -36,7 +36,7 @@ pub struct SessionView {
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
-pub struct SessionInfo {
+pub(crate) struct SessionInfo {
     pub id: String,
     pub title: String,
     pub source: String,
@@ -51,7 +51,7 @@ pub struct SessionInfo {
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
-pub struct SessionTraversal {
+pub(crate) struct SessionTraversal {
     /// The session that started just before this one.
     pub previous_session_id: Option<String>,
     /// The session that started just after this one.
@@ -60,7 +60,7 @@ pub struct SessionTraversal {
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
-pub struct TurnSummary {
+pub(crate) struct TurnSummary {
     pub id: String,
     pub ordinal: u32,
     pub completed: bool,
@@ -79,7 +79,7 @@ pub struct TurnSummary {
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
-pub struct Preview {
+pub(crate) struct Preview {
     pub event_id: String,
     pub text: String,
     pub truncated: bool,
@@ -87,14 +87,14 @@ pub struct Preview {
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
-pub struct TurnRefs {
+pub(crate) struct TurnRefs {
     pub turn_id: String,
     pub terminal_event_id: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
-pub struct TurnView {
+pub(crate) struct TurnView {
     pub turn: TurnInfo,
     pub session: SessionRef,
     pub summary: TurnDigest,
@@ -105,7 +105,7 @@ pub struct TurnView {
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
-pub struct TurnInfo {
+pub(crate) struct TurnInfo {
     pub id: String,
     pub session_id: String,
     pub ordinal: u32,
@@ -118,7 +118,7 @@ pub struct TurnInfo {
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
-pub struct SessionRef {
+pub(crate) struct SessionRef {
     pub id: String,
     pub title: String,
     pub source: String,
@@ -126,7 +126,7 @@ pub struct SessionRef {
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
-pub struct TurnDigest {
+pub(crate) struct TurnDigest {
     pub user_input: Option<Preview>,
     pub final_response: Option<Preview>,
     pub tools_called: Vec<String>,
@@ -135,7 +135,7 @@ pub struct TurnDigest {
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
-pub struct EventSummary {
+pub(crate) struct EventSummary {
     pub id: String,
     pub ordinal: u32,
     #[serde(rename = "type")]
@@ -150,7 +150,7 @@ pub struct EventSummary {
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
-pub struct TurnTraversal {
+pub(crate) struct TurnTraversal {
     pub session_id: String,
     pub previous_turn_id: Option<String>,
     pub next_turn_id: Option<String>,
@@ -160,7 +160,7 @@ pub struct TurnTraversal {
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
-pub struct EventView {
+pub(crate) struct EventView {
     pub event: EventInfo,
     pub content: Content,
     pub session: SessionRef,
@@ -170,7 +170,7 @@ pub struct EventView {
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
-pub struct EventInfo {
+pub(crate) struct EventInfo {
     pub id: String,
     pub session_id: String,
     pub turn_id: String,
@@ -187,7 +187,7 @@ pub struct EventInfo {
 /// The event's full content.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
-pub struct Content {
+pub(crate) struct Content {
     /// `text`, `reasoning`, `tool_call` or `tool_response`.
     pub format: String,
     /// The full text: the message, the reasoning, the rendered call, or the tool's output.
@@ -210,7 +210,7 @@ pub struct Content {
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
-pub struct TurnRef {
+pub(crate) struct TurnRef {
     pub id: String,
     pub ordinal: u32,
     pub completed: bool,
@@ -218,7 +218,7 @@ pub struct TurnRef {
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
-pub struct EventTraversal {
+pub(crate) struct EventTraversal {
     pub session_id: String,
     pub turn_id: String,
     /// Adjacent events within the same turn (null at the turn's ends).

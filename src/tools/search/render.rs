@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use super::wire::{SearchData, SearchRequest};
 
-pub fn text(request: &SearchRequest, data: &SearchData) -> String {
+pub(super) fn text(request: &SearchRequest, data: &SearchData) -> String {
     let mut out = String::new();
     let scope = request
         .within_id

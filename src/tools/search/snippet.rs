@@ -10,7 +10,7 @@ const SCAN_BYTES: usize = 1 << 20;
 /// The window of at most `max_chars` characters of `text` that holds the most distinct query
 /// terms, whitespace-collapsed, with `…` where it was cut. Returns the text and whether it is
 /// shorter than the event's full text.
-pub fn snippet(text: &str, terms: &HashSet<String>, max_chars: usize) -> (String, bool) {
+pub(super) fn snippet(text: &str, terms: &HashSet<String>, max_chars: usize) -> (String, bool) {
     let scanned = &text[..crate::text::floor_char_boundary(text, SCAN_BYTES)];
     // (byte offset, term) of every occurrence of a query term.
     let mut matches: Vec<(usize, &str)> = Vec::new();

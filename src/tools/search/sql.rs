@@ -19,16 +19,16 @@ const CONTRIBUTION: &str =
     "transform(term, {terms:Array(UInt64)}, {idfs:Array(Float64)}, 0.) * tf * ({k1:Float64} + 1)
         / (tf + {k1:Float64} * (1 - {b:Float64} + {b:Float64} * doc_len / {avgdl:Float64}))";
 
-pub const SCOPE_SESSION: &str = "AND sess = {s:UInt64}";
-pub const SCOPE_TURN: &str = "AND sess = {s:UInt64} AND turn = {t:UInt32}";
-pub const FILTER_HARNESS: &str =
+pub(super) const SCOPE_SESSION: &str = "AND sess = {s:UInt64}";
+pub(super) const SCOPE_TURN: &str = "AND sess = {s:UInt64} AND turn = {t:UInt32}";
+pub(super) const FILTER_HARNESS: &str =
     "AND sess IN (SELECT session_key FROM sessions FINAL WHERE harness = {harness:String})";
-pub const FILTER_SOURCE: &str =
+pub(super) const FILTER_SOURCE: &str =
     "AND sess IN (SELECT session_key FROM sessions FINAL WHERE source = {source:String})";
 
 /// How postings become document scores.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ScoreShape {
+pub(super) enum ScoreShape {
     /// Several terms: a document's postings are summed.
     Summed,
     /// One term: a document has exactly one posting (postings are unique per term and event),
@@ -38,7 +38,7 @@ pub enum ScoreShape {
 }
 
 impl ScoreShape {
-    pub fn for_terms(terms: usize) -> Self {
+    pub(super) fn for_terms(terms: usize) -> Self {
         if terms == 1 {
             Self::Single
         } else {
@@ -47,7 +47,7 @@ impl ScoreShape {
     }
 
     /// The scoring statement with `scope` (fixed fragments, space-separated) spliced in.
-    pub fn sql(self, scope: &str) -> String {
+    pub(super) fn sql(self, scope: &str) -> String {
         let summed = format!("sum({CONTRIBUTION})");
         let (turn, score, group) = match self {
             Self::Summed => ("any(turn)", summed.as_str(), "GROUP BY sess, doc"),
@@ -67,7 +67,7 @@ impl ScoreShape {
 
 /// One scored document.
 #[derive(Debug, clickhouse::Row, Deserialize)]
-pub struct Scored {
+pub(super) struct Scored {
     pub sess: u64,
     pub doc: u64,
     pub turn_ordinal: u32,
@@ -77,7 +77,7 @@ pub struct Scored {
 /// The hits' events (with text for snippets), their turns and their sessions, in one statement
 /// (each table an embedded-engine statement reads costs about 2 ms; one UNION reads all three).
 /// Every part fills the same columns; [`DetailRow`] says what they mean per part.
-pub const DETAILS_SQL: &str = "
+pub(super) const DETAILS_SQL: &str = "
 SELECT toUInt8(1) AS part, session_key, event_key AS key, ordinal AS n1, turn_ordinal AS n2, toUInt32(event_type) AS n3,
        false AS flag, toUnixTimestamp64Milli(ts) AS t1, toInt64(0) AS t2, substring(text, 1, {text_bytes:UInt32}) AS s1,
        '' AS s2, '' AS s3
@@ -95,7 +95,7 @@ FROM sessions FINAL WHERE session_key IN {sessions:Array(UInt64)}";
 /// A row of [`DETAILS_SQL`] as it travels: the columns every part shares. [`Detail`] is what it
 /// means.
 #[derive(Debug, clickhouse::Row, Deserialize)]
-pub struct DetailRow {
+pub(super) struct DetailRow {
     part: u8,
     session_key: u64,
     key: u64,
@@ -112,7 +112,7 @@ pub struct DetailRow {
 
 /// A hit's event: its position, type, time and (the start of) its text.
 #[derive(Debug, Clone, PartialEq)]
-pub struct EventDetail {
+pub(super) struct EventDetail {
     pub session: u64,
     pub event: u64,
     pub ordinal: u32,
@@ -124,7 +124,7 @@ pub struct EventDetail {
 
 /// A hit's turn.
 #[derive(Debug, Clone, PartialEq)]
-pub struct TurnDetail {
+pub(super) struct TurnDetail {
     pub session: u64,
     pub ordinal: u32,
     pub event_count: u32,
@@ -134,7 +134,7 @@ pub struct TurnDetail {
 
 /// A hit's session.
 #[derive(Debug, Clone, PartialEq)]
-pub struct SessionDetail {
+pub(super) struct SessionDetail {
     pub session: u64,
     pub completed: bool,
     pub started_at: i64,
@@ -146,7 +146,7 @@ pub struct SessionDetail {
 
 /// One decoded row of [`DETAILS_SQL`].
 #[derive(Debug, Clone, PartialEq)]
-pub enum Detail {
+pub(super) enum Detail {
     Event(EventDetail),
     Turn(TurnDetail),
     Session(SessionDetail),
@@ -188,7 +188,7 @@ impl From<DetailRow> for Detail {
 /// Whether the scope of an empty scoped search exists (`not_found` otherwise); asked only when
 /// nothing matched, so scoped searches that find something take no extra round trip.
 /// (A session exists when its first turn does.)
-pub const SCOPE_EXISTS_SQL: &str =
+pub(super) const SCOPE_EXISTS_SQL: &str =
     "SELECT count() FROM turns WHERE session_key = {s:UInt64} AND ordinal = {t:UInt32}";
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use crate::vocab::EventType;
 /// canonical order.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
-pub struct SearchRequest {
+pub(crate) struct SearchRequest {
     pub query: String,
     pub within_id: Option<String>,
     pub event_types: Vec<EventType>,
@@ -23,7 +23,7 @@ pub struct SearchRequest {
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
-pub struct SearchData {
+pub(crate) struct SearchData {
     pub result_count: u32,
     pub limit: u32,
     /// More matches exist beyond `limit`.
@@ -33,7 +33,7 @@ pub struct SearchData {
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
-pub struct Hit {
+pub(crate) struct Hit {
     pub rank: u32,
     /// Relevance in 0.0–1.0, comparable within one response only.
     pub score: f64,
@@ -47,7 +47,7 @@ pub struct Hit {
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
-pub struct HitEvent {
+pub(crate) struct HitEvent {
     pub id: String,
     #[serde(rename = "type")]
     pub event_type: EventType,
@@ -58,7 +58,7 @@ pub struct HitEvent {
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
-pub struct HitTurn {
+pub(crate) struct HitTurn {
     pub id: String,
     pub ordinal: u32,
     pub completed: bool,
@@ -68,7 +68,7 @@ pub struct HitTurn {
 /// Session metadata as shown on a hit.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
-pub struct SessionBrief {
+pub(crate) struct SessionBrief {
     pub id: String,
     pub title: String,
     pub source: String,
@@ -80,7 +80,7 @@ pub struct SessionBrief {
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
-pub struct Snippet {
+pub(crate) struct Snippet {
     pub text: String,
     /// The snippet is not the event's full text.
     pub truncated: bool,
@@ -88,7 +88,7 @@ pub struct Snippet {
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
-pub struct OpenRefs {
+pub(crate) struct OpenRefs {
     pub event_id: String,
     pub turn_id: String,
     pub session_id: String,
