@@ -42,8 +42,8 @@ pub fn spawn(
     let addr = listener.local_addr()?;
     let (tools, query_log) = tools(&config, &db);
     let router = server::router(&config, db, tools, addr, &shutdown);
-    let grace = Duration::from_secs(config.server.shutdown_grace_secs);
-    let server = tokio::spawn(server::serve(listener, router, shutdown, grace));
+    let limits = server::connection_limits(&config);
+    let server = tokio::spawn(server::serve(listener, router, shutdown, limits));
     Ok(App {
         addr,
         mcp_path: config.server.mcp_path.clone(),

@@ -91,6 +91,10 @@ pub struct ServerConfig {
     pub request_timeout_secs: u64,
     pub shutdown_grace_secs: u64,
     pub allow_unauthenticated: bool,
+    pub header_timeout_secs: u64,
+    pub body_timeout_secs: u64,
+    pub max_connections: usize,
+    pub max_sessions: usize,
 }
 
 impl Default for ServerConfig {
@@ -106,6 +110,10 @@ impl Default for ServerConfig {
             request_timeout_secs: 30,
             shutdown_grace_secs: 10,
             allow_unauthenticated: false,
+            header_timeout_secs: 10,
+            body_timeout_secs: 10,
+            max_connections: 1024,
+            max_sessions: 1000,
         }
     }
 }
@@ -198,6 +206,7 @@ pub struct ToolsConfig {
     pub max_query_terms: usize,
     pub snippet_chars: usize,
     pub preview_chars: usize,
+    pub open_content_chars: usize,
     pub self_server_names: Vec<String>,
     pub include_self_events: bool,
     pub query_log: bool,
@@ -212,6 +221,7 @@ impl Default for ToolsConfig {
             max_query_terms: 32,
             snippet_chars: 240,
             preview_chars: 200,
+            open_content_chars: 262_144,
             self_server_names: vec!["moraine".into(), "moraine-mcp".into()],
             include_self_events: false,
             query_log: true,
@@ -539,7 +549,15 @@ impl ServerConfig {
             "server.request_body_limit_bytes",
             self.request_body_limit_bytes,
         )?;
-        positive("server.request_timeout_secs", self.request_timeout_secs)
+        positive("server.request_timeout_secs", self.request_timeout_secs)?;
+        positive("server.header_timeout_secs", self.header_timeout_secs)?;
+        positive("server.body_timeout_secs", self.body_timeout_secs)?;
+        within(
+            "server.max_connections",
+            self.max_connections,
+            16..=1_000_000,
+        )?;
+        within("server.max_sessions", self.max_sessions, 1..=1_000_000)
     }
 }
 
@@ -624,7 +642,12 @@ impl ToolsConfig {
         positive("tools.open_deadline_ms", self.open_deadline_ms)?;
         within("tools.max_query_terms", self.max_query_terms, 1..=256)?;
         within("tools.snippet_chars", self.snippet_chars, 40..=4000)?;
-        within("tools.preview_chars", self.preview_chars, 20..=4000)
+        within("tools.preview_chars", self.preview_chars, 20..=4000)?;
+        within(
+            "tools.open_content_chars",
+            self.open_content_chars,
+            1024..=16 * 1024 * 1024,
+        )
     }
 }
 

@@ -87,6 +87,11 @@ fn server_code(message: &str) -> Option<u32> {
     digits.parse().ok()
 }
 
+tokio::task_local! {
+    /// When the current tool call stops waiting for query slots (see [`Db::with_one_queue_wait`]).
+    static QUEUE_DEADLINE: Instant;
+}
+
 /// Permission to run one query. The client's HTTP pool has no bound on connections, so the
 /// number of these is what bounds concurrent queries (and sockets) against ClickHouse.
 #[derive(Debug)]
@@ -153,6 +158,14 @@ impl Db {
         self.metrics.set_pool(self.slots.status());
     }
 
+    /// Runs `work` (one tool call) so that its queries together wait at most the queue timeout
+    /// for slots, counted from now: a call that cannot get its slots answers busy within the
+    /// queue timeout, however many statements it runs.
+    pub async fn with_one_queue_wait<F: std::future::Future>(&self, work: F) -> F::Output {
+        let wait = self.slots.timeouts().wait.unwrap_or_default();
+        QUEUE_DEADLINE.scope(Instant::now() + wait, work).await
+    }
+
     /// Starts a read-only query named `name` (its label in metrics).
     pub fn read(&self, name: &'static str, sql: &str) -> Query {
         Query {
@@ -186,9 +199,13 @@ impl Db {
         if remaining.is_zero() {
             return Err(DbError::Deadline);
         }
-        // The pool's own wait (the configured queue timeout), cut short by the deadline.
+        // The pool's own wait (the configured queue timeout), cut short by the deadline and by
+        // what the current tool call has left of its queue wait.
         let mut timeouts = self.slots.timeouts();
-        timeouts.wait = timeouts.wait.map(|wait| wait.min(remaining));
+        let call_wait = QUEUE_DEADLINE
+            .try_with(|until| until.saturating_duration_since(started))
+            .unwrap_or(Duration::MAX);
+        timeouts.wait = timeouts.wait.map(|wait| wait.min(remaining).min(call_wait));
         let _slot = match self.slots.timeout_get(&timeouts).await {
             Ok(slot) => slot,
             Err(managed::PoolError::Timeout(_)) if Instant::now() >= deadline => {

@@ -108,6 +108,9 @@ pub struct Engine {
     child: Option<Child>,
     pub port: u16,
     log_path: PathBuf,
+    /// What it was started with, to start it again.
+    env: Environment,
+    data_dir: PathBuf,
 }
 
 impl Engine {
@@ -150,6 +153,8 @@ impl Engine {
             child: Some(child),
             port,
             log_path: log_path.to_owned(),
+            env: env.clone(),
+            data_dir: data_dir.to_owned(),
         };
         let line = match rx.recv_timeout(START_TIMEOUT) {
             Ok(Some(Ok(line))) => line,
@@ -167,6 +172,19 @@ impl Engine {
             .ok_or_else(|| EngineError::Start(format!("unexpected first line {line:?}")))?;
         engine.port = port;
         Ok(engine)
+    }
+
+    /// The engine's exit status, if it has exited (which also reaps it).
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.as_mut()?.try_wait().ok().flatten()
+    }
+
+    /// Starts the engine again, on the same port and data, after it exited.
+    pub fn restart(&mut self) -> Result<(), EngineError> {
+        self.stop();
+        let fresh = Self::start(&self.env, &self.data_dir, self.port, &self.log_path)?;
+        *self = fresh;
+        Ok(())
     }
 
     /// The engine's HTTP URL.

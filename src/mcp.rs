@@ -13,6 +13,9 @@ use tracing::Instrument as _;
 use crate::auth::Caller;
 use crate::tools::{INSTRUCTIONS, Tools};
 
+/// Bytes of a client-supplied tool name that logs and error messages show.
+const MAX_SHOWN_NAME: usize = 64;
+
 /// One handler per MCP session (or per request when stateless); all share the same [`Tools`].
 #[derive(Clone)]
 pub(crate) struct McpServer {
@@ -66,7 +69,9 @@ impl ServerHandler for McpServer {
             .cloned()
             .unwrap_or_else(Caller::stdio);
         let name = request.name.to_string();
-        let span = tracing::info_span!("tool_call", tool = %name, caller = %caller.0);
+        // A tool name is client text of any length: logs and errors show a bounded prefix.
+        let shown = &name[..crate::text::floor_char_boundary(&name, MAX_SHOWN_NAME)];
+        let span = tracing::info_span!("tool_call", tool = %shown, caller = %caller.0);
         match self
             .tools
             .call(&name, request.arguments, &caller)
@@ -75,7 +80,10 @@ impl ServerHandler for McpServer {
         {
             Some(result) => Ok(result.into()),
             None => Err(ErrorData::invalid_params(
-                format!("tool not found: {name}"),
+                format!(
+                    "tool not found: {shown}{}",
+                    if shown.len() < name.len() { "…" } else { "" }
+                ),
                 None,
             )),
         }

@@ -1,15 +1,20 @@
 //! The HTTP surface: the MCP endpoint (rmcp Streamable HTTP behind bearer-token auth and
 //! Host/Origin checks), `/healthz`, `/metrics`, and the layers every request passes through.
+//! The connection loop (timeouts, limits, graceful shutdown) is in [`connections`].
+
+mod connections;
+mod guards;
+mod rpc;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use axum::Router;
-use axum::body::Body;
-use axum::extract::{MatchedPath, Request, State};
+use axum::extract::State;
 use axum::http::{StatusCode, header};
-use axum::middleware::{self, Next};
+use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use rmcp::transport::streamable_http_server::session::SessionManager;
@@ -29,12 +34,15 @@ use crate::db::{Db, DbError};
 use crate::mcp::McpServer;
 use crate::migrate;
 use crate::tools::Tools;
+pub(crate) use connections::{ConnectionLimits, serve};
 
 /// Shared by the HTTP handlers.
 #[derive(Clone)]
 struct AppState {
     db: Db,
     health_timeout: Duration,
+    /// Whether the last health probe failed, so only changes are logged as warnings.
+    unhealthy: Arc<AtomicBool>,
 }
 
 /// Builds the application router. `addr` is the bound address (for the service's own origin).
@@ -46,14 +54,67 @@ pub(crate) fn router(
     shutdown: &CancellationToken,
 ) -> Router {
     let server = &config.server;
+    let metrics = db.metrics().clone();
     let auth = AuthState {
         tokens: Arc::new(Tokens::new(&config.auth.tokens)),
-        metrics: db.metrics().clone(),
+        metrics: metrics.clone(),
     };
     let state = AppState {
         db,
         health_timeout: Duration::from_millis(config.clickhouse.health_timeout_ms),
+        unhealthy: Arc::new(AtomicBool::new(false)),
     };
+    let mcp = mcp_routes(config, tools, addr, shutdown)
+        .layer(middleware::from_fn(rpc::check_tool_calls))
+        .layer(middleware::from_fn_with_state(auth, auth::authenticate));
+    Router::new()
+        .route("/healthz", get(healthz_get))
+        .route("/metrics", get(metrics_get))
+        .merge(mcp)
+        .fallback(not_found)
+        .with_state(state)
+        // Outermost first. The timeout covers reading the body (a stalled upload ends in 503);
+        // the metrics see every status, 413s and timeouts included.
+        .layer(
+            ServiceBuilder::new()
+                .layer(CatchPanicLayer::new())
+                // Failures are logged by `guards::observe` (rate-limited) and `healthz_get`
+                // (on changes), not once per response.
+                .layer(TraceLayer::new_for_http().on_failure(()))
+                .layer(middleware::from_fn_with_state(metrics, guards::observe))
+                .layer(middleware::from_fn(guards::require_one_host))
+                .layer(TimeoutLayer::with_status_code(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    Duration::from_secs(server.request_timeout_secs),
+                ))
+                .layer(middleware::from_fn_with_state(
+                    guards::BodyLimits {
+                        max_bytes: server.request_body_limit_bytes as usize,
+                        stall: Duration::from_secs(server.body_timeout_secs),
+                    },
+                    guards::limit_body,
+                )),
+        )
+}
+
+/// The connection limits of `config`.
+pub(crate) fn connection_limits(config: &Config) -> ConnectionLimits {
+    ConnectionLimits {
+        max_connections: config.server.max_connections,
+        header_timeout: Duration::from_secs(config.server.header_timeout_secs),
+        grace: Duration::from_secs(config.server.shutdown_grace_secs),
+    }
+}
+
+/// The rmcp Streamable HTTP service at exactly the MCP path; in stateful mode with its
+/// sessions capped.
+fn mcp_routes(
+    config: &Config,
+    tools: Arc<Tools>,
+    addr: SocketAddr,
+    shutdown: &CancellationToken,
+) -> Router<AppState> {
+    let server = &config.server;
     let (hosts, origins) = allowed_hosts_and_origins(config, addr);
     let keep_alive = (server.stateful && server.sse_keep_alive_secs > 0)
         .then(|| Duration::from_secs(server.sse_keep_alive_secs));
@@ -66,55 +127,31 @@ pub(crate) fn router(
         .with_max_request_body_bytes(server.request_body_limit_bytes as usize)
         .with_cancellation_token(shutdown.child_token());
     let handler = McpServer::new(tools);
-    let mcp = if server.stateful {
-        mcp_route(
+    if !server.stateful {
+        return mcp_route(
             &server.mcp_path,
             handler,
-            LocalSessionManager::default(),
+            Arc::new(NeverSessionManager::default()),
             mcp_config,
-        )
-    } else {
-        mcp_route(
-            &server.mcp_path,
-            handler,
-            NeverSessionManager::default(),
-            mcp_config,
-        )
+        );
+    }
+    let sessions = Arc::new(LocalSessionManager::default());
+    let cap = rpc::SessionCap {
+        sessions: sessions.clone(),
+        max: server.max_sessions,
     };
-    let mcp = mcp.layer(middleware::from_fn_with_state(auth, auth::authenticate));
-    Router::new()
-        .route("/healthz", get(healthz_get))
-        .route("/metrics", get(metrics_get))
-        .merge(mcp)
-        .fallback(not_found)
-        .with_state(state.clone())
-        // Outermost first. The timeout covers reading the body (a stalled upload ends in 503);
-        // the metrics see every status, 413s and timeouts included.
-        .layer(
-            ServiceBuilder::new()
-                .layer(CatchPanicLayer::new())
-                .layer(TraceLayer::new_for_http())
-                .layer(middleware::from_fn_with_state(state, observe))
-                .layer(TimeoutLayer::with_status_code(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    Duration::from_secs(server.request_timeout_secs),
-                ))
-                .layer(middleware::from_fn_with_state(
-                    server.request_body_limit_bytes as usize,
-                    limit_body,
-                )),
-        )
+    mcp_route(&server.mcp_path, handler, sessions, mcp_config)
+        .layer(middleware::from_fn_with_state(cap, rpc::cap_sessions))
 }
 
 /// The rmcp Streamable HTTP service at exactly `path`, with `manager` deciding on sessions.
 fn mcp_route<M: SessionManager>(
     path: &str,
     handler: McpServer,
-    manager: M,
+    manager: Arc<M>,
     config: StreamableHttpServerConfig,
 ) -> Router<AppState> {
-    let service =
-        StreamableHttpService::new(move || Ok(handler.clone()), Arc::new(manager), config);
+    let service = StreamableHttpService::new(move || Ok(handler.clone()), manager, config);
     Router::new().route_service(path, service)
 }
 
@@ -134,73 +171,6 @@ fn allowed_hosts_and_origins(config: &Config, addr: SocketAddr) -> (Vec<String>,
     hosts.extend(config.server.allowed_hosts.iter().cloned());
     origins.extend(config.server.allowed_origins.iter().cloned());
     (hosts, origins)
-}
-
-/// Reads every request's whole body, up to the limit, before any handler sees it: one 413 with a
-/// JSON body whether the size was declared (`Content-Length`, refused before reading) or only
-/// discovered (a chunked body that grows past it).
-async fn limit_body(State(limit): State<usize>, request: Request, next: Next) -> Response {
-    let (parts, body) = request.into_parts();
-    let declared = axum::body::HttpBody::size_hint(&body).lower();
-    if declared > limit as u64 {
-        return payload_too_large(limit);
-    }
-    match axum::body::to_bytes(body, limit).await {
-        Ok(bytes) => {
-            next.run(Request::from_parts(parts, Body::from(bytes)))
-                .await
-        }
-        Err(error) => {
-            let too_large =
-                std::iter::successors(Some(&error as &(dyn std::error::Error + 'static)), |e| {
-                    e.source()
-                })
-                .any(|e| e.is::<http_body_util::LengthLimitError>());
-            if too_large {
-                payload_too_large(limit)
-            } else {
-                tracing::debug!(%error, "unreadable request body");
-                (
-                    StatusCode::BAD_REQUEST,
-                    axum::Json(json!({ "error": "bad_request", "message": "the request body could not be read" })),
-                )
-                    .into_response()
-            }
-        }
-    }
-}
-
-fn payload_too_large(limit: usize) -> Response {
-    (
-        StatusCode::PAYLOAD_TOO_LARGE,
-        axum::Json(json!({
-            "error": "payload_too_large",
-            "message": format!("request bodies are limited to {limit} bytes"),
-        })),
-    )
-        .into_response()
-}
-
-/// Counts and times every request by route (never the raw path), method and status.
-async fn observe(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let started = Instant::now();
-    let matched = request.extensions().get::<MatchedPath>().cloned();
-    let method = request.method().clone();
-    let response = next.run(request).await;
-    let route = match &matched {
-        None => "unmatched",
-        Some(m) => match m.as_str().trim_end_matches('/') {
-            "" => "/",
-            route => route,
-        },
-    };
-    state.db.metrics().observe_http(
-        route,
-        method.as_str(),
-        response.status().as_str(),
-        started.elapsed().as_secs_f64(),
-    );
-    response
 }
 
 async fn healthz_get(State(state): State<AppState>) -> Response {
@@ -241,8 +211,17 @@ async fn healthz_get(State(state): State<AppState>) -> Response {
             )),
         ),
     };
+    let healthy = status == StatusCode::OK;
+    // Only changes are worth a log line: a load balancer probes every few seconds.
+    if state.unhealthy.swap(!healthy, Ordering::Relaxed) == healthy {
+        if healthy {
+            tracing::info!("clickhouse is reachable again; healthy");
+        } else {
+            tracing::warn!(reason = reason.as_deref().unwrap_or(""), "unhealthy");
+        }
+    }
     let body = json!({
-        "status": if status == StatusCode::OK { "ok" } else { "unavailable" },
+        "status": if healthy { "ok" } else { "unavailable" },
         "clickhouse": clickhouse,
         "schema_version": version,
         "expected_schema_version": expected,
@@ -272,33 +251,6 @@ async fn not_found() -> Response {
         axum::Json(json!({ "error": "not_found" })),
     )
         .into_response()
-}
-
-/// Serves until `shutdown` is cancelled, then lets in-flight requests finish for `grace`.
-pub(crate) async fn serve(
-    listener: tokio::net::TcpListener,
-    app: Router,
-    shutdown: CancellationToken,
-    grace: Duration,
-) -> std::io::Result<()> {
-    let stop = shutdown.clone();
-    let server =
-        axum::serve(listener, app).with_graceful_shutdown(async move { stop.cancelled().await });
-    let mut server = tokio::spawn(server.into_future());
-    tokio::select! {
-        finished = &mut server => return finished.unwrap_or_else(|e| Err(std::io::Error::other(e))),
-        _ = shutdown.cancelled() => {}
-    }
-    match tokio::time::timeout(grace, server).await {
-        Ok(joined) => joined.unwrap_or_else(|e| Err(std::io::Error::other(e))),
-        Err(_) => {
-            tracing::warn!(
-                grace_secs = grace.as_secs(),
-                "in-flight requests did not finish in time; stopping anyway"
-            );
-            Ok(())
-        }
-    }
 }
 
 /// Cancels `token` on SIGTERM or SIGINT. Both handlers are installed before this returns, so a

@@ -171,7 +171,11 @@ impl Call<'_> {
     async fn answer<T: Tool>(self, args: T::Args) -> CallToolResult {
         let budget = T::budget(&self.ctx.config);
         let deadline = self.started + Duration::from_millis(budget.deadline_ms);
-        let outcome = tokio::time::timeout_at(deadline.into(), T::run(self.ctx, args, deadline))
+        let work = self
+            .ctx
+            .db
+            .with_one_queue_wait(T::run(self.ctx, args, deadline));
+        let outcome = tokio::time::timeout_at(deadline.into(), work)
             .await
             .unwrap_or(Err(ToolError::Deadline));
         match outcome {

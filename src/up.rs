@@ -28,7 +28,7 @@ pub(crate) async fn run(config: Config, no_ingest: bool) -> anyhow::Result<ExitC
         data_dir.join("engine.log"),
         config.embedded.port,
     );
-    let mut engine =
+    let engine =
         tokio::task::spawn_blocking(move || Engine::start(&environment, &db_dir, port, &log_path))
             .await??;
     eprintln!(
@@ -36,20 +36,61 @@ pub(crate) async fn run(config: Config, no_ingest: bool) -> anyhow::Result<ExitC
         engine.url(),
         data_dir.display()
     );
-    let result = serve(config, &engine, &data_dir, no_ingest).await;
-    tokio::task::spawn_blocking(move || engine.stop()).await?;
+    let url = engine.url();
+    let stop = CancellationToken::new();
+    let supervisor = tokio::spawn(supervise(engine, stop.clone()));
+    let result = serve(config, &url, &data_dir, no_ingest).await;
+    stop.cancel();
+    supervisor.await?;
     result.map(|()| ExitCode::SUCCESS)
 }
 
-/// Migrates, ingests and serves against the running `engine` until stopped.
-async fn serve(
-    config: Config,
-    engine: &Engine,
-    data_dir: &Path,
-    no_ingest: bool,
-) -> anyhow::Result<()> {
+/// How often the engine process is checked.
+const ENGINE_CHECK: Duration = Duration::from_millis(500);
+
+/// Keeps the engine running until `stop`: an engine that exits (a crash, a kill) is reaped and
+/// started again on the same port and data, with a growing pause between failed attempts. Stops
+/// the engine at the end.
+async fn supervise(mut engine: Engine, stop: CancellationToken) {
+    let mut pause = Duration::from_secs(1);
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => break,
+            () = tokio::time::sleep(ENGINE_CHECK) => {}
+        }
+        let Some(status) = engine.exited() else {
+            continue;
+        };
+        tracing::warn!(%status, "the embedded ClickHouse exited; starting it again");
+        let (restarted, back) = tokio::task::spawn_blocking(move || {
+            let result = engine.restart();
+            (result, engine)
+        })
+        .await
+        .expect("the restart does not panic");
+        engine = back;
+        match restarted {
+            Ok(()) => {
+                tracing::info!(url = %engine.url(), "the embedded ClickHouse is running again");
+                pause = Duration::from_secs(1);
+            }
+            Err(error) => {
+                tracing::warn!(%error, retry_in_secs = pause.as_secs(), "the embedded ClickHouse did not start again");
+                tokio::select! {
+                    () = stop.cancelled() => break,
+                    () = tokio::time::sleep(pause) => {}
+                }
+                pause = (pause * 2).min(Duration::from_secs(30));
+            }
+        }
+    }
+    let _ = tokio::task::spawn_blocking(move || engine.stop()).await;
+}
+
+/// Migrates, ingests and serves against the engine at `url` until stopped.
+async fn serve(config: Config, url: &str, data_dir: &Path, no_ingest: bool) -> anyhow::Result<()> {
     let mut settings = config.settings();
-    settings.clickhouse.url = engine.url();
+    settings.clickhouse.url = url.to_owned();
     // Loopback: compressing costs more CPU than it saves.
     settings.clickhouse.compression = Compression::None;
     let config = Arc::new(settings.validate()?);

@@ -3,16 +3,13 @@
 
 mod common;
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::time::Duration;
+use std::collections::BTreeSet;
 
-use common::{TestServer, fresh_db};
+use common::{TestServer, exchange, fresh_db, request};
 use moraine_mcp::config::{Settings, TokenConfig};
 use moraine_mcp::db::Db;
 use moraine_mcp::metrics::Metrics;
 use serde_json::json;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 /// One request and the status it must get: (server, path, method, headers, body, status).
 type Case<'a> = (
@@ -48,68 +45,6 @@ fn documented() -> BTreeSet<(String, String, u16)> {
     out
 }
 
-/// The status line and headers of one raw HTTP/1.1 exchange. Raw, so a request can declare a
-/// body it never sends, stall, or open a stream that never ends.
-struct Head {
-    status: u16,
-    headers: BTreeMap<String, String>,
-}
-
-async fn exchange(addr: &str, request: &str) -> Head {
-    let mut stream = TcpStream::connect(addr).await.unwrap();
-    // The server may answer and close before reading everything; that is not a failure here.
-    let _ = stream.write_all(request.as_bytes()).await;
-    let mut buffer = Vec::new();
-    let mut chunk = [0u8; 4096];
-    let end = loop {
-        if let Some(end) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
-            break end;
-        }
-        let read = tokio::time::timeout(Duration::from_secs(15), stream.read(&mut chunk))
-            .await
-            .expect("no response head within 15 s")
-            .unwrap_or(0);
-        assert!(
-            read > 0,
-            "connection closed before a response head: {request}"
-        );
-        buffer.extend_from_slice(&chunk[..read]);
-    };
-    let head = String::from_utf8_lossy(&buffer[..end]).into_owned();
-    let mut lines = head.split("\r\n");
-    let status = lines
-        .next()
-        .unwrap()
-        .split(' ')
-        .nth(1)
-        .unwrap()
-        .parse()
-        .unwrap();
-    let headers = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect();
-    Head { status, headers }
-}
-
-/// A request as sent on the wire. `body` sets Content-Length unless `headers` declares one.
-fn request(method: &str, addr: &str, path: &str, headers: &[(&str, &str)], body: &str) -> String {
-    let mut text = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
-    for (name, value) in headers {
-        text.push_str(&format!("{name}: {value}\r\n"));
-    }
-    if !body.is_empty()
-        && !headers
-            .iter()
-            .any(|(n, _)| n.eq_ignore_ascii_case("content-length"))
-    {
-        text.push_str(&format!("Content-Length: {}\r\n", body.len()));
-    }
-    text.push_str("\r\n");
-    text.push_str(body);
-    text
-}
-
 fn address(server: &TestServer) -> String {
     server.base.trim_start_matches("http://").to_owned()
 }
@@ -135,12 +70,18 @@ fn configured(mut config: Settings, stateful: bool) -> Settings {
 async fn every_documented_status_is_served_and_nothing_served_is_undocumented() {
     let (config, db) = fresh_db().await;
     let stateless = TestServer::start(configured(config.clone(), false), db.clone()).await;
-    let stateful = TestServer::start(configured(config.clone(), true), db).await;
-    let mut down_config = configured(config, false);
+    let stateful = TestServer::start(configured(config.clone(), true), db.clone()).await;
+    let mut down_config = configured(config.clone(), false);
     down_config.clickhouse.url = "http://127.0.0.1:1".into();
     let down_db = Db::new(&down_config.clickhouse, Metrics::new(&down_config.sla));
     let down = TestServer::start(down_config, down_db).await;
+    // Bodies stall out before the request timeout.
+    let mut slow_config = configured(config, false);
+    slow_config.server.request_timeout_secs = 5;
+    slow_config.server.body_timeout_secs = 1;
+    let slow = TestServer::start(slow_config, db.clone()).await;
     let (a, s, d) = (address(&stateless), address(&stateful), address(&down));
+    let w = address(&slow);
 
     let bearer = format!("Bearer {TOKEN}");
     let auth = ("Authorization", bearer.as_str());
@@ -234,6 +175,24 @@ async fn every_documented_status_is_served_and_nothing_served_is_undocumented() 
             vec![auth, ("Content-Type", "text/plain"), accept_both],
             &list,
             415,
+        ),
+        // Two Host headers (RFC 9112).
+        (
+            &a,
+            "/mcp",
+            "POST",
+            with(&[("Host", "second.example")]),
+            &list,
+            400,
+        ),
+        // A body that stalls: the body timeout answers before the request timeout.
+        (
+            &w,
+            "/mcp",
+            "POST",
+            with(&[("Content-Length", "100")]),
+            "",
+            408,
         ),
         // Declares a body and never sends it: the request timeout answers.
         (
@@ -355,6 +314,14 @@ async fn every_documented_status_is_served_and_nothing_served_is_undocumented() 
             202,
         ),
         (&a, "/healthz", "GET", vec![], "", 200),
+        (
+            &a,
+            "/healthz",
+            "GET",
+            vec![("Host", "second.example")],
+            "",
+            400,
+        ),
         (&d, "/healthz", "GET", vec![], "", 503),
         (
             &a,
@@ -452,4 +419,5 @@ async fn every_documented_status_is_served_and_nothing_served_is_undocumented() 
     stateless.stop().await;
     stateful.stop().await;
     down.stop().await;
+    slow.stop().await;
 }

@@ -14,7 +14,7 @@ use jsonschema::error::ValidationErrorKind;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::context::{Answer, Budget, Context, Tool};
+use super::context::{Answer, Budget, Context, Tool, optional_integer};
 use super::envelope::ToolError;
 use super::schema::{ID_PATTERN, InputRules};
 use crate::config::Config;
@@ -38,6 +38,8 @@ pub(crate) struct Open;
 #[derive(Debug, Deserialize)]
 pub(crate) struct Args {
     id: String,
+    #[serde(default, deserialize_with = "optional_integer")]
+    content_offset: Option<u32>,
 }
 
 impl Tool for Open {
@@ -61,6 +63,12 @@ impl Tool for Open {
                     "type": "string",
                     "pattern": ID_PATTERN,
                     "description": "A session:, turn: or event: ID returned by search_sessions, list_sessions or open."
+                },
+                "content_offset": {
+                    "type": ["integer", "null"],
+                    "minimum": 0,
+                    "maximum": u32::MAX,
+                    "description": "For an event ID: the character of the event's text to start at (content.next_content_offset of the previous part). Default 0."
                 }
             }
         })
@@ -80,7 +88,11 @@ impl Tool for Open {
                     && matches!(error.kind(), ValidationErrorKind::Pattern { .. }))
                 .then(|| ToolError::invalid("id", "id must be a non-empty string"))
             },
-            message: |field, _kind| (field == "id").then(|| "id must be a non-empty string".into()),
+            message: |field, _kind| match field {
+                "id" => Some("id must be a non-empty string".into()),
+                "content_offset" => Some("content_offset must be a non-negative integer".into()),
+                _ => None,
+            },
         }
     }
 
@@ -92,7 +104,10 @@ impl Tool for Open {
     }
 
     async fn run(ctx: &Context, args: Args, deadline: Instant) -> Result<Answer<Self>, ToolError> {
-        let request = OpenRequest { id: args.id };
+        let request = OpenRequest {
+            id: args.id,
+            content_offset: args.content_offset.map(u64::from),
+        };
         let not_found = |kind: &'static str| ToolError::NotFound {
             kind,
             id: request.id.clone(),
@@ -102,6 +117,12 @@ impl Tool for Open {
             Err(IdError::Malformed) => return Err(ToolError::InvalidId { field: "id".into() }),
             Err(IdError::Unknown(kind)) => return Err(not_found(kind.as_str())),
         };
+        if request.content_offset.is_some() && !matches!(id, Id::Event { .. }) {
+            return Err(ToolError::invalid(
+                "content_offset",
+                "content_offset applies to event IDs only",
+            ));
+        }
         let sla = &ctx.config.sla;
         let db = &ctx.db;
         let (data, sla_target_ms) = match id {
@@ -125,16 +146,14 @@ impl Tool for Open {
                 (OpenData::Turn(Box::new(view)), target)
             }
             Id::Event { session, event } => {
-                let view = open_event(db, session, event, deadline)
+                let window = ContentWindow {
+                    from: request.content_offset.unwrap_or(0),
+                    chars: ctx.config.tools.open_content_chars as u64,
+                };
+                let (view, bytes) = open_event(db, session, event, window, deadline)
                     .await?
                     .ok_or_else(|| not_found("event"))?;
-                let bytes = view.content.text.len()
-                    + view
-                        .content
-                        .arguments
-                        .as_ref()
-                        .map_or(0, |a| a.to_string().len());
-                let target = scaled(sla.open_event, bytes, EVENT_TARGET_BYTES);
+                let target = scaled(sla.open_event, bytes as usize, EVENT_TARGET_BYTES);
                 (OpenData::Event(Box::new(view)), target)
             }
         };
@@ -261,12 +280,30 @@ async fn open_turn(
     }))
 }
 
+/// The part of an event's text one `open` returns.
+#[derive(Debug, Clone, Copy)]
+struct ContentWindow {
+    /// The first character.
+    from: u64,
+    /// Characters at most.
+    chars: u64,
+}
+
+impl ContentWindow {
+    /// The largest arguments or source record returned whole, in bytes.
+    fn max_bytes(self) -> u64 {
+        self.chars * 4
+    }
+}
+
+/// The event, and the size of its content (text and arguments, in bytes).
 async fn open_event(
     db: &Db,
     session: u64,
     event: u64,
+    window: ContentWindow,
     deadline: Instant,
-) -> Result<Option<EventView>, DbError> {
+) -> Result<Option<(EventView, u64)>, DbError> {
     let (info, turns, events) = tokio::try_join!(
         session_row(db, session, deadline),
         db.read("open_event_turns", sql::EVENT_TURNS_SQL)
@@ -276,6 +313,9 @@ async fn open_event(
         db.read("open_event", sql::EVENT_SQL)
             .param("s", session)
             .param("e", event)
+            .param("from", window.from)
+            .param("take", window.chars)
+            .param("bytes", window.max_bytes())
             .fetch_all::<sql::EventRow>(db, deadline),
     )?;
     let (Some(info), Some(this)) = (info, events.iter().find(|e| e.event_key == event)) else {
@@ -289,7 +329,8 @@ async fn open_event(
             .map(|e| ids::event_id(session, e.event_key))
     };
     let turn_id = ids::turn_id(session, this.turn_ordinal.into());
-    Ok(Some(EventView {
+    let content_bytes = this.text_bytes + this.arguments_bytes;
+    let view = EventView {
         event: EventInfo {
             id: ids::event_id(session, event),
             session_id: ids::session_id(session),
@@ -302,7 +343,7 @@ async fn open_event(
             originating_model: non_empty(&this.originating_model),
             tool_name: non_empty(&this.tool_name),
         },
-        content: content(this),
+        content: content(this, window),
         session: (&info).into(),
         turn: TurnRef {
             id: turn_id.clone(),
@@ -320,20 +361,27 @@ async fn open_event(
                 .and_then(|o| turn_at(&turns, session, o)),
             next_turn_id: turn_at(&turns, session, this.turn_ordinal + 1),
         },
-    }))
+    };
+    Ok(Some((view, content_bytes)))
 }
 
-/// An event's full content: what it carries beyond the text depends on its type.
-fn content(row: &sql::EventRow) -> Content {
+/// An event's content (its text within `window`): what it carries beyond the text depends on
+/// its type.
+fn content(row: &sql::EventRow, window: ContentWindow) -> Content {
     let event_type = EventType::from_code(row.event_type).unwrap_or(EventType::Unknown);
-    let record = restore_text(&row.raw, &row.text);
-    let raw: Value = serde_json::from_str(&record).unwrap_or(Value::String(record));
+    let shown = window.from + row.text_part.chars().count() as u64;
+    let whole = window.from == 0 && shown >= row.text_chars;
     let tool_name = non_empty(&row.tool_name);
     let (format, tool_name, arguments, exit_code, is_error) = match event_type {
         EventType::ToolCall => (
             "tool_call",
             tool_name,
-            Some(arguments_value(&row.arguments)),
+            Some(oversized_or(
+                row.arguments_bytes,
+                window,
+                "arguments",
+                || arguments_value(&row.arguments_part),
+            )),
             None,
             None,
         ),
@@ -356,15 +404,47 @@ fn content(row: &sql::EventRow) -> Content {
             row.is_error.then_some(true),
         ),
     };
+    // The record stores its text once, in the text column; where that is not returned whole,
+    // the record shows a placeholder instead of a part of it.
+    let raw = oversized_or(row.raw_bytes, window, "source record", || {
+        let text = if whole {
+            row.text_part.as_str()
+        } else {
+            TEXT_PLACEHOLDER
+        };
+        let record = restore_text(&row.raw_part, text);
+        serde_json::from_str(&record).unwrap_or(Value::String(record))
+    });
     Content {
         format: format.into(),
-        text: row.text.clone(),
-        truncated: false,
+        text: row.text_part.clone(),
+        truncated: !whole,
+        next_content_offset: (shown < row.text_chars).then_some(shown),
         tool_name,
         arguments,
         exit_code,
         is_error,
         raw,
+    }
+}
+
+/// Stands for the event's text in a source record returned without it.
+const TEXT_PLACEHOLDER: &str = "<content.text>";
+
+/// `value()`, or a note that `what` (of `bytes` bytes) is too large to return.
+fn oversized_or(
+    bytes: u64,
+    window: ContentWindow,
+    what: &str,
+    value: impl FnOnce() -> Value,
+) -> Value {
+    if bytes <= window.max_bytes() {
+        value()
+    } else {
+        Value::String(format!(
+            "({what} of {bytes} bytes, larger than the {} bytes open returns)",
+            window.max_bytes()
+        ))
     }
 }
 

@@ -36,7 +36,7 @@ const MAX_QUERY_CHARS: u64 = 4096;
 const MAX_N_HITS: u64 = 50;
 const DEFAULT_N_HITS: u32 = 10;
 /// Snippets look at most this much of an event's text.
-const SNIPPET_TEXT_BYTES: u32 = 256 * 1024;
+const SNIPPET_TEXT_BYTES: u32 = snippet::SCAN_BYTES as u32;
 
 /// The `search_sessions` tool.
 pub(crate) struct SearchSessions;
@@ -201,7 +201,13 @@ impl Tool for SearchSessions {
             return Ok(answer(request, Vec::new(), false, warnings, sla_target_ms));
         }
         let details = details(ctx, &scored, deadline).await?;
-        let hits = assemble(&scored, &details, terms, ctx.config.tools.snippet_chars);
+        // Snippets are CPU work (tokenizing up to 64 KiB per hit): off the async runtime, so
+        // the call's deadline and every other request keep running.
+        let snippet_chars = ctx.config.tools.snippet_chars;
+        let hits =
+            tokio::task::spawn_blocking(move || assemble(&scored, &details, terms, snippet_chars))
+                .await
+                .map_err(|e| ToolError::Internal(format!("building snippets failed: {e}")))?;
         Ok(answer(request, hits, truncated, warnings, sla_target_ms))
     }
 

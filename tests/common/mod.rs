@@ -2,7 +2,7 @@
 //! server on 127.0.0.1:0, and a small MCP client that speaks both protocol styles.
 #![allow(dead_code, unreachable_pub)]
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -18,6 +18,8 @@ use moraine_mcp::embedded::{Engine, Environment};
 use moraine_mcp::metrics::Metrics;
 use moraine_mcp::{app, ingest, migrate};
 use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 
 pub const MODERN: &str = "2026-07-28";
@@ -177,6 +179,15 @@ impl Reply {
 
 pub fn http() -> Client<HttpConnector, Full<Bytes>> {
     Client::builder(TokioExecutor::new()).build(HttpConnector::new())
+}
+
+/// The status of a GET, or `None` when nothing answers (yet).
+pub async fn try_get(url: &str) -> Option<u16> {
+    let request = axum::http::Request::get(url)
+        .body(Full::new(Bytes::new()))
+        .unwrap();
+    let response = tokio::time::timeout(Duration::from_secs(2), http().request(request)).await;
+    response.ok()?.ok().map(|r| r.status().as_u16())
 }
 
 /// Sends one HTTP request.
@@ -428,4 +439,72 @@ pub fn shared_fixture_server() -> &'static Shared {
 pub fn shared_db() -> Db {
     let shared = shared_fixture_server();
     Db::new(&shared.config.clickhouse, Metrics::new(&shared.config.sla))
+}
+
+/// The status line and headers of one raw HTTP/1.1 exchange. Raw, so a request can declare a
+/// body it never sends, stall, or open a stream that never ends.
+pub struct Head {
+    pub status: u16,
+    pub headers: BTreeMap<String, String>,
+}
+
+pub async fn exchange(addr: &str, request: &str) -> Head {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    // The server may answer and close before reading everything; that is not a failure here.
+    let _ = stream.write_all(request.as_bytes()).await;
+    let mut buffer = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let end = loop {
+        if let Some(end) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
+            break end;
+        }
+        let read = tokio::time::timeout(Duration::from_secs(15), stream.read(&mut chunk))
+            .await
+            .expect("no response head within 15 s")
+            .unwrap_or(0);
+        assert!(
+            read > 0,
+            "connection closed before a response head: {request}"
+        );
+        buffer.extend_from_slice(&chunk[..read]);
+    };
+    let head = String::from_utf8_lossy(&buffer[..end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let status = lines
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    Head { status, headers }
+}
+
+/// A request as sent on the wire. `body` sets Content-Length unless `headers` declares one.
+pub fn request(
+    method: &str,
+    addr: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> String {
+    let mut text = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    for (name, value) in headers {
+        text.push_str(&format!("{name}: {value}\r\n"));
+    }
+    if !body.is_empty()
+        && !headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case("content-length"))
+    {
+        text.push_str(&format!("Content-Length: {}\r\n", body.len()));
+    }
+    text.push_str("\r\n");
+    text.push_str(body);
+    text
 }

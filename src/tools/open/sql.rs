@@ -36,14 +36,21 @@ pub(super) const EVENT_TURNS_SQL: &str = "
 WITH (SELECT turn_ordinal FROM events WHERE session_key = {s:UInt64} AND event_key = {e:UInt64} LIMIT 1) AS o
 SELECT ?fields FROM turns FINAL WHERE session_key = {s:UInt64} AND ordinal BETWEEN o - 1 AND o + 1 ORDER BY ordinal";
 
-/// The event, and its neighbours' keys (their text is left out).
+/// The event, and its neighbours' keys (their text is left out). Of the event's text, the
+/// characters from `{from}` on, `{take}` of them; its arguments and source record only up to
+/// `{bytes}` bytes each; and the sizes of all three, so a long event is never read whole. (The
+/// parts have aliases of their own: ClickHouse resolves a name to an alias before a column.)
 pub(super) const EVENT_SQL: &str = "
 WITH (SELECT (turn_ordinal, ordinal) FROM events WHERE session_key = {s:UInt64} AND event_key = {e:UInt64} LIMIT 1) AS pos
 SELECT event_key, turn_ordinal, ordinal, toUInt8(event_type) AS event_type, ts, model, originating_model, tool_name,
        exit_code, is_error,
-       if(event_key = {e:UInt64}, text, '') AS text,
-       if(event_key = {e:UInt64}, arguments, '') AS arguments,
-       if(event_key = {e:UInt64}, raw, '') AS raw
+       if(event_key = {e:UInt64}, substringUTF8(text, {from:UInt64} + 1, {take:UInt64}), '') AS text_part,
+       if(event_key = {e:UInt64}, lengthUTF8(text), 0) AS text_chars,
+       if(event_key = {e:UInt64}, length(text), 0) AS text_bytes,
+       if(event_key = {e:UInt64} AND length(arguments) <= {bytes:UInt64}, arguments, '') AS arguments_part,
+       if(event_key = {e:UInt64}, length(arguments), 0) AS arguments_bytes,
+       if(event_key = {e:UInt64} AND length(raw) <= {bytes:UInt64}, raw, '') AS raw_part,
+       if(event_key = {e:UInt64}, length(raw), 0) AS raw_bytes
 FROM events
 WHERE session_key = {s:UInt64} AND turn_ordinal = pos.1 AND ordinal BETWEEN pos.2 - 1 AND pos.2 + 1
 ORDER BY ordinal";
@@ -61,7 +68,7 @@ pub(super) struct EventSummaryRow {
     pub summary_truncated: bool,
 }
 
-/// An event in full (or, for its neighbours, without text).
+/// An event with (a window of) its content, or, for its neighbours, without it.
 #[derive(Debug, clickhouse::Row, Deserialize)]
 pub(super) struct EventRow {
     pub event_key: u64,
@@ -74,7 +81,11 @@ pub(super) struct EventRow {
     pub tool_name: String,
     pub exit_code: Option<i32>,
     pub is_error: bool,
-    pub text: String,
-    pub arguments: String,
-    pub raw: String,
+    pub text_part: String,
+    pub text_chars: u64,
+    pub text_bytes: u64,
+    pub arguments_part: String,
+    pub arguments_bytes: u64,
+    pub raw_part: String,
+    pub raw_bytes: u64,
 }

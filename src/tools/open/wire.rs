@@ -14,6 +14,9 @@ use crate::vocab::EventType;
 #[schemars(deny_unknown_fields)]
 pub(crate) struct OpenRequest {
     pub id: String,
+    /// Where in an event's text (in characters) the returned text starts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content_offset: Option<u64>,
 }
 
 /// What was opened; `kind` says which.
@@ -190,10 +193,15 @@ pub(crate) struct EventInfo {
 pub(crate) struct Content {
     /// `text`, `reasoning`, `tool_call` or `tool_response`.
     pub format: String,
-    /// The full text: the message, the reasoning, the rendered call, or the tool's output.
+    /// The text: the message, the reasoning, the rendered call, or the tool's output; whole,
+    /// unless it is longer than the server's limit per call (`truncated`).
     pub text: String,
-    /// Always false: open returns full content.
+    /// `text` is a part of the event's text: it starts at the requested `content_offset`, or
+    /// stops at the limit.
     pub truncated: bool,
+    /// The `content_offset` of the text that follows `text`, when there is more.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_content_offset: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_name: Option<String>,
     /// Tool-call arguments.
@@ -204,7 +212,9 @@ pub(crate) struct Content {
     pub exit_code: Option<Option<i32>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub is_error: Option<bool>,
-    /// The source log record this event came from (credentials redacted).
+    /// The source log record this event came from (credentials redacted). Where the event's
+    /// text is not returned whole, the record holds `"<content.text>"` in its place; a record
+    /// larger than the limit is replaced by a note saying so.
     pub raw: Value,
 }
 

@@ -1,11 +1,12 @@
 //! Search snippets: a short window of an event's text around the query terms it matched.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use crate::tokenize::for_each_token;
 
-/// Only this much of a long text is scanned for matches (the snippet never shows more).
-const SCAN_BYTES: usize = 1 << 20;
+/// Only this much of a long text is scanned for matches: the work per snippet is bounded
+/// whatever the event's size (a snippet of a longer text shows a window of its start).
+pub(super) const SCAN_BYTES: usize = 64 * 1024;
 
 /// The window of at most `max_chars` characters of `text` that holds the most distinct query
 /// terms, whitespace-collapsed, with `…` where it was cut. Returns the text and whether it is
@@ -19,21 +20,7 @@ pub(super) fn snippet(text: &str, terms: &HashSet<String>, max_chars: usize) -> 
             matches.push((span.start, term));
         }
     });
-    let window_bytes = max_chars * 4;
-    let mut best = (0usize, 0usize); // (distinct terms, start byte)
-    let mut seen: HashSet<&str> = HashSet::new();
-    for (i, (start, _)) in matches.iter().enumerate() {
-        seen.clear();
-        for (at, term) in &matches[i..] {
-            if at - start > window_bytes / 2 {
-                break;
-            }
-            seen.insert(term);
-        }
-        if seen.len() > best.0 {
-            best = (seen.len(), *start);
-        }
-    }
+    let best = densest_window(&matches, max_chars * 4 / 2);
     // Start a little before the first match, at a word boundary, so the match has context;
     // from the very start when the match is near it.
     let anchor = if best.0 == 0 { 0 } else { best.1 };
@@ -49,6 +36,33 @@ pub(super) fn snippet(text: &str, terms: &HashSet<String>, max_chars: usize) -> 
         _ => 0,
     };
     collapse(text, start, max_chars)
+}
+
+/// The (distinct terms, start byte) of the window of `span` bytes, starting at a match, that
+/// holds the most distinct terms (the first such window); `(0, 0)` without matches. One pass:
+/// the window's right end only moves forward.
+fn densest_window(matches: &[(usize, &str)], span: usize) -> (usize, usize) {
+    let mut counts: HashMap<&str, u32> = HashMap::new();
+    let mut distinct = 0;
+    let mut right = 0;
+    let mut best = (0, 0);
+    for &(start, term) in matches {
+        while right < matches.len() && matches[right].0 - start <= span {
+            let count = counts.entry(matches[right].1).or_insert(0);
+            distinct += usize::from(*count == 0);
+            *count += 1;
+            right += 1;
+        }
+        if distinct > best.0 {
+            best = (distinct, start);
+        }
+        let count = counts
+            .get_mut(term)
+            .expect("counted when the window reached it");
+        *count -= 1;
+        distinct -= usize::from(*count == 0);
+    }
+    best
 }
 
 /// Collapses whitespace from `start` on and cuts at `max_chars` characters, marking cuts.
@@ -121,6 +135,49 @@ mod tests {
         assert!(snip.starts_with("word word"));
         assert!(cut);
         assert!(snip.chars().count() <= 30);
+    }
+
+    #[test]
+    fn test_densest_window_matches_the_exhaustive_scan() {
+        // The window search of earlier versions: for each start, count forward.
+        fn exhaustive(matches: &[(usize, &str)], span: usize) -> (usize, usize) {
+            let mut best = (0, 0);
+            for (i, (start, _)) in matches.iter().enumerate() {
+                let seen: HashSet<&str> = matches[i..]
+                    .iter()
+                    .take_while(|(at, _)| at - start <= span)
+                    .map(|(_, t)| *t)
+                    .collect();
+                if seen.len() > best.0 {
+                    best = (seen.len(), *start);
+                }
+            }
+            best
+        }
+        let words = ["a", "b", "c", "d"];
+        let mut state = 7u64;
+        for round in 0..200 {
+            let mut at = 0;
+            let matches: Vec<(usize, &str)> = (0..(round % 40))
+                .map(|_| {
+                    state = state
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    at += (state >> 33) as usize % 50;
+                    (at, words[(state >> 13) as usize % words.len()])
+                })
+                .collect();
+            for span in [0, 10, 60, 500] {
+                assert_eq!(densest_window(&matches, span), exhaustive(&matches, span));
+            }
+        }
+    }
+
+    #[test]
+    fn test_dense_matches_in_a_long_text_are_cheap() {
+        let text = "error ".repeat(2_000_000);
+        let (snip, cut) = snippet(&text, &terms(&["error"]), 240);
+        assert!(cut && snip.starts_with("error error"));
     }
 
     #[test]

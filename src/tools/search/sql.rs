@@ -76,10 +76,11 @@ pub(super) struct Scored {
 
 /// The hits' events (with text for snippets), their turns and their sessions, in one statement
 /// (each table an embedded-engine statement reads costs about 2 ms; one UNION reads all three).
-/// Every part fills the same columns; [`DetailRow`] says what they mean per part.
+/// Every part fills the same columns; [`DetailRow`] says what they mean per part. The text is
+/// cut at a byte count, so a character split by the cut is replaced (`toValidUTF8`).
 pub(super) const DETAILS_SQL: &str = "
 SELECT toUInt8(1) AS part, session_key, event_key AS key, ordinal AS n1, turn_ordinal AS n2, toUInt32(event_type) AS n3,
-       false AS flag, toUnixTimestamp64Milli(ts) AS t1, toInt64(0) AS t2, substring(text, 1, {text_bytes:UInt32}) AS s1,
+       false AS flag, toUnixTimestamp64Milli(ts) AS t1, toInt64(0) AS t2, toValidUTF8(substring(text, 1, {text_bytes:UInt32})) AS s1,
        '' AS s2, '' AS s3
 FROM events WHERE session_key IN {sessions:Array(UInt64)} AND event_key IN {events:Array(UInt64)}
 UNION ALL

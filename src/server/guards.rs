@@ -1,0 +1,242 @@
+//! Layers every request passes before a handler: a well-formed `Host`, a bounded body, and
+//! the request metrics (labelled by route and known method only, so clients cannot grow them).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use axum::body::{Body, HttpBody as _};
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{Method, StatusCode, Version, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use bytes::{Bytes, BytesMut};
+use http_body_util::BodyExt as _;
+use serde_json::json;
+
+use crate::metrics::Metrics;
+
+/// A refused body is read on (and thrown away) up to this many bytes, so the client, which is
+/// still sending, sees the 413 instead of a reset connection.
+const DRAIN_BYTES: u64 = 64 * 1024 * 1024;
+/// And for at most this long.
+const DRAIN_TIME: Duration = Duration::from_secs(5);
+
+/// RFC 9112 §3.2: an HTTP/1.1 request needs exactly one `Host` field line.
+pub(crate) async fn require_one_host(request: Request, next: Next) -> Response {
+    let hosts = request.headers().get_all(header::HOST).iter().count();
+    let required = request.version() == Version::HTTP_11;
+    if hosts > 1 || (required && hosts == 0) {
+        return (
+            StatusCode::BAD_REQUEST,
+            [(header::CONNECTION, "close")],
+            axum::Json(json!({
+                "error": "bad_request",
+                "message": "an HTTP/1.1 request needs exactly one Host header",
+            })),
+        )
+            .into_response();
+    }
+    next.run(request).await
+}
+
+/// How request bodies are bounded.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BodyLimits {
+    pub(crate) max_bytes: usize,
+    /// The longest pause between two pieces of a body.
+    pub(crate) stall: Duration,
+}
+
+/// Reads every request's whole body, up to the limit, before any handler sees it: one 413
+/// with a JSON body whether the size was declared (`Content-Length`) or only discovered (a
+/// chunked body that grows past it). A body that pauses longer than `stall` is a 408.
+pub(crate) async fn limit_body(
+    State(limits): State<BodyLimits>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let (parts, body) = request.into_parts();
+    let declared = body.size_hint().lower();
+    if declared > limits.max_bytes as u64 {
+        if declared <= DRAIN_BYTES {
+            drain(body).await;
+        }
+        return payload_too_large(limits.max_bytes);
+    }
+    match read_up_to(body, limits).await {
+        Ok(bytes) => {
+            next.run(Request::from_parts(parts, Body::from(bytes)))
+                .await
+        }
+        Err(BodyError::TooLarge(rest)) => {
+            drain(rest).await;
+            payload_too_large(limits.max_bytes)
+        }
+        Err(BodyError::Stalled) => (
+            StatusCode::REQUEST_TIMEOUT,
+            [(header::CONNECTION, "close")],
+            axum::Json(
+                json!({ "error": "request_timeout", "message": "the request body stalled" }),
+            ),
+        )
+            .into_response(),
+        Err(BodyError::Unreadable(error)) => {
+            tracing::debug!(%error, "unreadable request body");
+            (
+                StatusCode::BAD_REQUEST,
+                [(header::CONNECTION, "close")],
+                axum::Json(json!({ "error": "bad_request", "message": "the request body could not be read" })),
+            )
+                .into_response()
+        }
+    }
+}
+
+enum BodyError {
+    /// Past the limit; the rest of the body is still to be read.
+    TooLarge(Body),
+    /// The body timeout fired.
+    Stalled,
+    Unreadable(axum::Error),
+}
+
+async fn read_up_to(mut body: Body, limits: BodyLimits) -> Result<Bytes, BodyError> {
+    let mut bytes = BytesMut::new();
+    loop {
+        let frame = match tokio::time::timeout(limits.stall, body.frame()).await {
+            Err(_) => return Err(BodyError::Stalled),
+            Ok(None) => return Ok(bytes.freeze()),
+            Ok(Some(frame)) => frame.map_err(BodyError::Unreadable)?,
+        };
+        if let Ok(data) = frame.into_data() {
+            if bytes.len() + data.len() > limits.max_bytes {
+                return Err(BodyError::TooLarge(body));
+            }
+            bytes.extend_from_slice(&data);
+        }
+    }
+}
+
+/// Reads and discards what is left of a refused body, within [`DRAIN_BYTES`] and
+/// [`DRAIN_TIME`].
+async fn drain(mut body: Body) {
+    let drained = async {
+        let mut seen = 0u64;
+        while let Some(Ok(frame)) = body.frame().await {
+            if let Some(data) = frame.data_ref() {
+                seen += data.len() as u64;
+                if seen > DRAIN_BYTES {
+                    return;
+                }
+            }
+        }
+    };
+    let _ = tokio::time::timeout(DRAIN_TIME, drained).await;
+}
+
+fn payload_too_large(limit: usize) -> Response {
+    (
+        StatusCode::PAYLOAD_TOO_LARGE,
+        // The client may still be sending; after this answer the connection is not reused.
+        [(header::CONNECTION, "close")],
+        axum::Json(json!({
+            "error": "payload_too_large",
+            "message": format!("request bodies are limited to {limit} bytes"),
+        })),
+    )
+        .into_response()
+}
+
+/// Counts and times every request by route (never the raw path), method (one of the
+/// standard ones, or `other`) and status.
+pub(crate) async fn observe(
+    State(metrics): State<Metrics>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let started = Instant::now();
+    let matched = request.extensions().get::<MatchedPath>().cloned();
+    let method = method_label(request.method());
+    let response = next.run(request).await;
+    let route = match &matched {
+        None => "unmatched",
+        Some(matched) => match matched.as_str().trim_end_matches('/') {
+            "" => "/",
+            route => route,
+        },
+    };
+    let status = response.status();
+    metrics.observe_http(
+        route,
+        method,
+        status.as_str(),
+        started.elapsed().as_secs_f64(),
+    );
+    if status.is_server_error() && route != "/healthz" && SERVER_ERRORS.admit() {
+        tracing::warn!(route, status = status.as_u16(), "request failed");
+    }
+    response
+}
+
+/// Server errors logged at most once a second: an outage must not flood the log.
+static SERVER_ERRORS: LogLimiter = LogLimiter::new();
+
+/// Admits one event per second.
+pub(crate) struct LogLimiter {
+    /// Milliseconds since the epoch of the last admitted event.
+    last_ms: AtomicU64,
+}
+
+impl LogLimiter {
+    pub(crate) const fn new() -> Self {
+        Self {
+            last_ms: AtomicU64::new(0),
+        }
+    }
+
+    pub(crate) fn admit(&self) -> bool {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        let last = self.last_ms.load(Ordering::Relaxed);
+        now >= last + 1000
+            && self
+                .last_ms
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+    }
+}
+
+/// The metrics label of a method: the standard methods by name, anything else `other`.
+fn method_label(method: &Method) -> &'static str {
+    match *method {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::DELETE => "DELETE",
+        Method::HEAD => "HEAD",
+        Method::OPTIONS => "OPTIONS",
+        Method::PUT => "PUT",
+        Method::PATCH => "PATCH",
+        _ => "other",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_log_limiter_admits_once_a_second() {
+        let limiter = LogLimiter::new();
+        assert!(limiter.admit());
+        assert!(!limiter.admit());
+        assert!(!limiter.admit());
+    }
+
+    #[test]
+    fn test_unknown_methods_share_one_label() {
+        assert_eq!(method_label(&Method::POST), "POST");
+        assert_eq!(method_label(&Method::from_bytes(b"BREW").unwrap()), "other");
+        assert_eq!(method_label(&Method::CONNECT), "other");
+    }
+}
