@@ -136,14 +136,8 @@ mod tests {
     #[test]
     fn test_check_names_the_token_and_ignores_padding_of_configured_tokens() {
         let tokens = Tokens::new(&[
-            TokenConfig {
-                name: "laptop".into(),
-                token: " 0123456789abcdef ".into(),
-            },
-            TokenConfig {
-                name: "ci".into(),
-                token: "fedcba9876543210".into(),
-            },
+            TokenConfig::reader("laptop", " 0123456789abcdef "),
+            TokenConfig::reader("ci", "fedcba9876543210"),
         ]);
         assert_eq!(tokens.check("0123456789abcdef"), Some("laptop"));
         assert_eq!(tokens.check("fedcba9876543210"), Some("ci"));

@@ -130,6 +130,56 @@ pub struct AuthConfig {
 pub struct TokenConfig {
     pub name: String,
     pub token: String,
+    /// What the token may do: `read` (the MCP tools) and `ingest` (the ingest API).
+    #[serde(default = "read_only")]
+    pub scopes: Vec<Scope>,
+    /// The source name the ingest API records for what this token sends (default: its name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// The sources whose sessions the token may read; none means every source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_sources: Option<Vec<String>>,
+}
+
+impl TokenConfig {
+    /// A token that can read everything (the default of earlier configurations).
+    pub fn reader(name: &str, token: &str) -> Self {
+        Self {
+            name: name.to_owned(),
+            token: token.to_owned(),
+            scopes: read_only(),
+            source: None,
+            read_sources: None,
+        }
+    }
+
+    /// The source the token ingests as.
+    pub fn ingest_source(&self) -> &str {
+        self.source.as_deref().unwrap_or(&self.name)
+    }
+}
+
+fn read_only() -> Vec<Scope> {
+    vec![Scope::Read]
+}
+
+/// What a token may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scope {
+    /// Call the MCP tools.
+    Read,
+    /// Send logs to the ingest API.
+    Ingest,
+}
+
+impl Scope {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Read => "read",
+            Self::Ingest => "ingest",
+        }
+    }
 }
 
 impl std::fmt::Debug for TokenConfig {
@@ -137,6 +187,9 @@ impl std::fmt::Debug for TokenConfig {
         f.debug_struct("TokenConfig")
             .field("name", &self.name)
             .field("token", &"<redacted>")
+            .field("scopes", &self.scopes)
+            .field("source", &self.source)
+            .field("read_sources", &self.read_sources)
             .finish()
     }
 }
@@ -365,6 +418,11 @@ pub struct IngestConfig {
     pub batch_events: usize,
     pub interval_secs: u64,
     pub max_indexed_bytes: usize,
+    pub max_line_bytes: usize,
+    pub archive_local: bool,
+    pub max_request_bytes: usize,
+    pub max_decoded_bytes: usize,
+    pub max_concurrent_requests: usize,
     pub sources: Vec<SourceConfig>,
     pub redaction: RedactionConfig,
 }
@@ -375,6 +433,11 @@ impl Default for IngestConfig {
             batch_events: 20_000,
             interval_secs: 60,
             max_indexed_bytes: 1024 * 1024,
+            max_line_bytes: 64 * 1024 * 1024,
+            archive_local: false,
+            max_request_bytes: 8 * 1024 * 1024,
+            max_decoded_bytes: 64 * 1024 * 1024,
+            max_concurrent_requests: 2,
             sources: vec![
                 SourceConfig {
                     name: "codex".into(),
@@ -600,6 +663,25 @@ impl AuthConfig {
                     ),
                 ));
             }
+            if token.scopes.is_empty() {
+                return Err(ConfigError::invalid(
+                    "auth.tokens",
+                    format!("token {:?} has no scopes (read, ingest)", token.name),
+                ));
+            }
+            let names = std::iter::once(token.ingest_source())
+                .chain(token.read_sources.iter().flatten().map(String::as_str));
+            for name in names {
+                if !is_source_name(name) {
+                    return Err(ConfigError::invalid(
+                        "auth.tokens",
+                        format!(
+                            "token {:?}: {name:?} is not a source name (1-128 characters, not blank)",
+                            token.name
+                        ),
+                    ));
+                }
+            }
         }
         Ok(())
     }
@@ -705,14 +787,30 @@ impl IngestConfig {
                 "must be at least 1024",
             ));
         }
+        within("ingest.max_line_bytes", self.max_line_bytes, 4096..=1 << 30)?;
+        within(
+            "ingest.max_request_bytes",
+            self.max_request_bytes,
+            4096..=1 << 30,
+        )?;
+        within(
+            "ingest.max_decoded_bytes",
+            self.max_decoded_bytes,
+            self.max_request_bytes..=1 << 31,
+        )?;
+        within(
+            "ingest.max_concurrent_requests",
+            self.max_concurrent_requests,
+            1..=64,
+        )?;
         if self
             .sources
             .iter()
-            .any(|source| source.name.trim().is_empty() || source.glob.trim().is_empty())
+            .any(|source| !is_source_name(&source.name) || source.glob.trim().is_empty())
         {
             return Err(ConfigError::invalid(
                 "ingest.sources",
-                "every source needs a name and a glob",
+                "every source needs a name (1-128 characters, not blank) and a glob",
             ));
         }
         for pattern in &self.redaction.extra_patterns {
@@ -725,6 +823,12 @@ impl IngestConfig {
         }
         Ok(())
     }
+}
+
+/// A source name: what sessions are filtered by and tokens write as (the tools' `source`
+/// filter takes 1-128 characters).
+pub fn is_source_name(name: &str) -> bool {
+    !name.trim().is_empty() && name.chars().count() <= 128 && !name.chars().any(char::is_control)
 }
 
 fn is_http_url(text: &str) -> bool {
@@ -936,10 +1040,7 @@ mod tests {
         config.validate().unwrap();
 
         let mut config = Settings::default();
-        config.auth.tokens.push(TokenConfig {
-            name: "short".into(),
-            token: "abc".into(),
-        });
+        config.auth.tokens.push(TokenConfig::reader("short", "abc"));
         assert_rejected_naming(&config, "auth.tokens");
 
         let mut config = Settings::default();
@@ -961,10 +1062,7 @@ mod tests {
 
     #[test]
     fn test_tokens_must_be_strong_and_distinct() {
-        let token = |name: &str, value: &str| TokenConfig {
-            name: name.into(),
-            token: value.into(),
-        };
+        let token = TokenConfig::reader;
         let mut config = Settings::default();
         config.auth.tokens = vec![token("spaces", &" ".repeat(32))];
         assert_rejected_naming(&config, "auth.tokens");
@@ -998,10 +1096,7 @@ mod tests {
 
     #[test]
     fn test_token_is_never_debug_printed() {
-        let token = TokenConfig {
-            name: "laptop".into(),
-            token: "super-secret-token-value".into(),
-        };
+        let token = TokenConfig::reader("laptop", "super-secret-token-value");
         assert!(!format!("{token:?}").contains("super-secret"));
     }
 }

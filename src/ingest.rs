@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use crate::config::Config;
 use crate::db::{Db, DbError};
 use files::LogFile;
-use reader::{Counters, Reader, Stored};
+use reader::{Counters, ReadSettings, Reader, Stored, WriterGone};
 
 /// What a run did.
 #[derive(Debug, Clone)]
@@ -75,6 +75,19 @@ pub enum IngestError {
     Reader(String),
 }
 
+/// How `config` says logs are read.
+pub(crate) fn read_settings(config: &Config) -> ReadSettings {
+    ReadSettings {
+        batch_events: config.ingest.batch_events,
+        build: session::BuildSettings {
+            preview_chars: config.tools.preview_chars,
+            max_indexed_bytes: config.ingest.max_indexed_bytes,
+        },
+        max_line_bytes: config.ingest.max_line_bytes,
+        archive: config.ingest.archive_local,
+    }
+}
+
 /// Ingests `files` into the database behind `db`.
 pub async fn run(
     config: &Config,
@@ -84,11 +97,10 @@ pub async fn run(
 ) -> Result<Summary, IngestError> {
     let started = Instant::now();
     let redactor = redact::Redactor::new(&config.ingest.redaction)?;
-    let keys: Vec<u64> = files.iter().map(|f| f.session_key).collect();
-    let stored = writer::load_stored(db, &keys).await?;
+    let stored = writer::load_stored(db, &files).await?;
     let total: u64 = files
         .iter()
-        .map(|f| Reader::pending_bytes(f, stored.get(&f.session_key).unwrap_or(&Stored::default())))
+        .map(|f| Reader::pending_bytes(f, stored.get(&f.file_key).unwrap_or(&Stored::default())))
         .sum();
     let progress = if show_progress {
         let bar = indicatif::ProgressBar::new(total);
@@ -125,18 +137,16 @@ pub async fn run(
     });
 
     let file_count = files.len();
-    let build = session::BuildSettings {
-        preview_chars: config.tools.preview_chars,
-        max_indexed_bytes: config.ingest.max_indexed_bytes,
-    };
-    let batch_events = config.ingest.batch_events;
+    let settings = read_settings(config);
     let self_names = config.tools.self_server_names.clone();
     let bar = progress.clone();
     let reading = tokio::task::spawn_blocking(move || {
         let self_tools = draft::SelfTools::new(&self_names);
-        let mut reader = Reader::new(batch_events, build, &redactor, &self_tools, tx, &bar);
+        let sink: reader::Sink<'_> =
+            Box::new(|batch| tx.blocking_send(batch).map_err(|_| WriterGone));
+        let mut reader = Reader::new(settings, &redactor, &self_tools, sink, &bar);
         for file in &files {
-            let stored = stored.get(&file.session_key).cloned().unwrap_or_default();
+            let stored = stored.get(&file.file_key).cloned().unwrap_or_default();
             reader.read_file(file, &stored)?;
         }
         reader.finish()

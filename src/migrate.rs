@@ -30,6 +30,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(3, "003_ingest_checkpoints"),
     migration!(4, "004_query_log"),
     migration!(5, "005_service_keys"),
+    migration!(6, "006_archive"),
 ];
 
 /// The schema version this binary expects.

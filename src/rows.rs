@@ -90,6 +90,27 @@ pub struct CheckpointRow {
     pub tail_hash: u64,
     pub state: String,
     pub version: u64,
+    /// Bytes of the log received (archived, for pushed logs): at least `offset`, the bytes
+    /// parsed. The fingerprint (`head_hash`, `tail_hash`) covers them.
+    pub received: u64,
+    /// The archive generation of the log's bytes: a replaced log starts the next one.
+    pub generation: u32,
+    /// `local` (read from this machine's disk) or `push` (sent to the ingest API).
+    pub origin: String,
+    /// When this version was written (ms since the epoch).
+    pub updated_at: i64,
+}
+
+/// One chunk of a log's archived bytes, in `raw_chunks`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, clickhouse::Row)]
+pub struct RawChunkRow {
+    pub file_key: u64,
+    pub generation: u32,
+    pub offset: u64,
+    #[serde(with = "serde_bytes")]
+    pub data: Vec<u8>,
+    /// Ms since the epoch; the newest of chunks at the same offset wins.
+    pub received_at: i64,
 }
 
 /// A stored tool-call `arguments` text as JSON; text that is not JSON stays a string value.

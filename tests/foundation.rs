@@ -333,10 +333,7 @@ async fn foreign_host_or_origin_is_forbidden() {
 #[tokio::test]
 async fn bearer_tokens_are_required_when_configured() {
     let (mut config, db) = fresh_db().await;
-    config.auth.tokens = vec![TokenConfig {
-        name: "laptop".into(),
-        token: "s3cret-token-0123456789".into(),
-    }];
+    config.auth.tokens = vec![TokenConfig::reader("laptop", "s3cret-token-0123456789")];
     let server = TestServer::start(config, db).await;
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).to_string();
     let base = [

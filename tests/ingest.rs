@@ -12,7 +12,7 @@ use moraine_mcp::config::Settings;
 use moraine_mcp::db::Db;
 use moraine_mcp::ingest::draft::SelfTools;
 use moraine_mcp::ingest::files::{self, LogFile};
-use moraine_mcp::ingest::reader::{Reader, Stored};
+use moraine_mcp::ingest::reader::{ReadSettings, Reader, Stored};
 use moraine_mcp::ingest::redact::Redactor;
 use moraine_mcp::ingest::session::BuildSettings;
 use moraine_mcp::rows::{EventRow, SessionRow, TurnRow};
@@ -47,19 +47,33 @@ fn normalise(file: &LogFile) -> Normalised {
     let config = Settings::default();
     let redactor = Redactor::new(&config.ingest.redaction).unwrap();
     let self_tools = SelfTools::new(&config.tools.self_server_names);
-    let (tx, mut rx) = tokio::sync::mpsc::channel(1000);
     let progress = indicatif::ProgressBar::hidden();
-    let build = BuildSettings {
-        preview_chars: config.tools.preview_chars,
-        max_indexed_bytes: config.ingest.max_indexed_bytes,
+    let settings = ReadSettings {
+        batch_events: 100_000,
+        build: BuildSettings {
+            preview_chars: config.tools.preview_chars,
+            max_indexed_bytes: config.ingest.max_indexed_bytes,
+        },
+        max_line_bytes: config.ingest.max_line_bytes,
+        archive: false,
     };
-    let mut reader = Reader::new(100_000, build, &redactor, &self_tools, tx, &progress);
+    let mut batches = Vec::new();
+    let mut reader = Reader::new(
+        settings,
+        &redactor,
+        &self_tools,
+        Box::new(|batch| {
+            batches.push(batch);
+            Ok(())
+        }),
+        &progress,
+    );
     reader.read_file(file, &Stored::default()).unwrap();
     let counters = reader.finish().unwrap();
     let mut events = Vec::new();
     let mut turns: BTreeMap<u32, TurnRow> = BTreeMap::new();
     let mut session = None;
-    while let Ok(batch) = rx.try_recv() {
+    for batch in batches {
         events.extend(batch.events);
         for turn in batch.turns {
             turns.insert(turn.ordinal, turn);
@@ -568,7 +582,7 @@ async fn rows_of_a_run_that_stopped_before_its_checkpoint_are_replaced() {
     let (config_a, db_a) = common::fresh_db().await;
     common::ingest_paths(&config_a, &db_a, &target).await;
     let checkpoint: Vec<moraine_mcp::rows::CheckpointRow> = db_a
-        .read("t", "SELECT file_key, path, harness, source, session_key, offset, line_no, head_hash, tail_hash, state, version FROM ingest_checkpoints FINAL")
+        .read("t", "SELECT ?fields FROM ingest_checkpoints FINAL")
         .fetch_all(&db_a, db_a.default_deadline())
         .await
         .unwrap();

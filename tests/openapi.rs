@@ -50,10 +50,7 @@ fn address(server: &TestServer) -> String {
 }
 
 fn configured(mut config: Settings, stateful: bool) -> Settings {
-    config.auth.tokens = vec![TokenConfig {
-        name: "openapi".into(),
-        token: TOKEN.into(),
-    }];
+    config.auth.tokens = vec![TokenConfig::reader("openapi", TOKEN)];
     config.server.stateful = stateful;
     config.server.request_body_limit_bytes = 64 * 1024;
     // A short request timeout, to see the 503 of a stalled upload; every inner deadline below it.

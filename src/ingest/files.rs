@@ -21,7 +21,38 @@ pub struct LogFile {
     /// A Claude Code sub-agent transcript, which is a session of its own.
     pub subagent: bool,
     pub session_key: u64,
+    /// The log's identity: its source, harness and path.
+    pub file_key: u64,
+    pub origin: Origin,
     pub size: u64,
+}
+
+/// How a log reaches this service.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// Read from this machine's disk.
+    Local,
+    /// Sent to the ingest API.
+    Push,
+}
+
+impl Origin {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Local => "local",
+            Self::Push => "push",
+        }
+    }
+}
+
+/// The key of a log: a hash of its source, harness and path.
+pub fn file_key(source: &str, harness: Harness, path: &str) -> u64 {
+    let mut bytes = Vec::with_capacity(source.len() + path.len() + 24);
+    for part in [source, harness.as_str(), path] {
+        bytes.extend_from_slice(part.as_bytes());
+        bytes.push(0);
+    }
+    xxhash_rust::xxh3::xxh3_64(&bytes).max(1)
 }
 
 /// Why a path could not be used.
@@ -110,13 +141,28 @@ pub fn from_paths(
 }
 
 fn describe(path: &Path, harness: Harness, source: &str) -> Result<LogFile, DiscoverError> {
+    let size = std::fs::metadata(path)
+        .map_err(|e| DiscoverError::Unusable {
+            path: path.to_owned(),
+            message: e.to_string(),
+        })?
+        .len();
+    let path = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+    describe_log(&path, harness, source, Origin::Local, size)
+}
+
+/// Describes the log at `path` (on this machine, or on the machine that pushed it).
+pub fn describe_log(
+    path: &Path,
+    harness: Harness,
+    source: &str,
+    origin: Origin,
+    size: u64,
+) -> Result<LogFile, DiscoverError> {
     let unusable = |message: String| DiscoverError::Unusable {
         path: path.to_owned(),
         message,
     };
-    let size = std::fs::metadata(path)
-        .map_err(|e| unusable(e.to_string()))?
-        .len();
     let stem = path
         .file_stem()
         .and_then(|s| s.to_str())
@@ -144,6 +190,8 @@ fn describe(path: &Path, harness: Harness, source: &str) -> Result<LogFile, Disc
         harness,
         source: source.to_owned(),
         session_key: session_key(harness, &native_id),
+        file_key: file_key(source, harness, &path.to_string_lossy()),
+        origin,
         native_id,
         subagent,
         size,

@@ -1,17 +1,17 @@
-//! Reading log files into batches of rows, resuming from checkpoints.
+//! Reading logs into batches of rows, resuming from checkpoints.
 //!
-//! Runs on a blocking thread. Each file is read from its checkpoint (or from the start when it
-//! is new, truncated or replaced), line by line; full batches go to the writer over a channel.
-//! A batch carries, for every file it touches, the checkpoint at the point the batch ends, so a
+//! Runs on a blocking thread. A log's bytes come from a file on disk ([`DiskLog`]) or from what
+//! a client pushed ([`ReceivedLog`]); either is read from its checkpoint (or from the start when
+//! it is new, truncated or replaced), line by line, and full batches go to a sink. A batch
+//! carries, for every log it touches, the checkpoint at the point the batch ends, so a
 //! checkpoint is written only together with the rows it covers.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Seek, SeekFrom};
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
 use std::os::unix::fs::FileExt;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tokio::sync::mpsc::Sender;
 
 use super::adapter::AdapterOutput;
 use super::claude::{Claude, ClaudeState};
@@ -20,37 +20,41 @@ use super::draft::SelfTools;
 use super::files::LogFile;
 use super::redact::Redactor;
 use super::session::{BuildSettings, SessionBuilder, SessionState};
-use crate::rows::{CheckpointRow, EventRow, SessionRow, TurnRow};
+use crate::rows::{CheckpointRow, EventRow, RawChunkRow, SessionRow, TurnRow};
 use crate::tokenize::Indexer;
 use crate::vocab::Harness;
 
-/// Bytes hashed at each end of the consumed part of a file to recognise it again.
-const FINGERPRINT_BYTES: u64 = 4096;
+/// Bytes hashed at each end of the received part of a log to recognise it again.
+pub const FINGERPRINT_BYTES: u64 = 4096;
 
-/// Rows to write together, in this order: retractions, events, turns, sessions, checkpoints.
+/// Rows to write together, in this order: retractions, events, turns, sessions, archived
+/// chunks, checkpoints.
 #[derive(Debug, Default)]
 pub struct Batch {
     pub retractions: Vec<Retraction>,
     pub events: Vec<EventRow>,
     pub turns: Vec<TurnRow>,
     pub sessions: Vec<SessionRow>,
+    pub chunks: Vec<RawChunkRow>,
     pub checkpoints: Vec<CheckpointRow>,
 }
 
 /// Rows to remove before a session is (re)read: everything from lines after `after_line`, and
-/// turns after `keep_turns`. `after_line` 0 removes the whole session.
+/// turns after `keep_turns`. `after_line` 0 removes the whole session. `archive` names a log
+/// whose archived chunks of earlier generations go too.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Retraction {
     pub session_key: u64,
     pub after_line: u32,
     pub keep_turns: u32,
+    pub archive: Option<(u64, u32)>,
 }
 
-/// What the writer already holds for a session.
+/// What the database already holds for a log: its checkpoint, and the highest line number of
+/// any stored event of its session.
 #[derive(Debug, Clone, Default)]
 pub struct Stored {
     pub checkpoint: Option<CheckpointRow>,
-    /// The highest line number of any stored event of the session.
     pub max_line: Option<u32>,
 }
 
@@ -65,6 +69,18 @@ struct FileState {
 enum AdapterState {
     Codex(CodexState),
     Claude(ClaudeState),
+}
+
+impl FileState {
+    fn fresh(harness: Harness) -> Self {
+        Self {
+            adapter: match harness {
+                Harness::Codex => AdapterState::Codex(CodexState::default()),
+                Harness::ClaudeCode => AdapterState::Claude(ClaudeState::default()),
+            },
+            session: SessionState::default(),
+        }
+    }
 }
 
 /// Counts for the run summary.
@@ -82,13 +98,201 @@ pub struct Counters {
     pub bytes: u64,
 }
 
-pub struct Reader<'a> {
+/// A log's bytes, wherever they are.
+pub trait LogBytes {
+    /// How many bytes there are.
+    fn size(&self) -> u64;
+    /// Hashes of the first and the last (up to) 4 KiB before `offset`.
+    fn fingerprint(&self, offset: u64) -> io::Result<(u64, u64)>;
+    /// The bytes from `offset` to the end.
+    fn from(&self, offset: u64) -> io::Result<Box<dyn BufRead + '_>>;
+    /// The whole of these bytes is archived already (pushed logs): the checkpoint records
+    /// them all as received, parsed or not.
+    fn archived(&self) -> bool {
+        false
+    }
+}
+
+/// A log file on disk.
+pub struct DiskLog {
+    file: File,
+    size: u64,
+}
+
+impl DiskLog {
+    pub fn open(path: &std::path::Path) -> io::Result<Self> {
+        let file = File::open(path)?;
+        let size = file.metadata()?.len();
+        Ok(Self { file, size })
+    }
+}
+
+impl LogBytes for DiskLog {
+    fn size(&self) -> u64 {
+        self.size
+    }
+
+    fn fingerprint(&self, offset: u64) -> io::Result<(u64, u64)> {
+        let head_len = offset.min(FINGERPRINT_BYTES);
+        let mut head = vec![0; head_len as usize];
+        self.file.read_exact_at(&mut head, 0)?;
+        let mut tail = vec![0; head_len as usize];
+        self.file.read_exact_at(&mut tail, offset - head_len)?;
+        Ok((
+            xxhash_rust::xxh3::xxh3_64(&head),
+            xxhash_rust::xxh3::xxh3_64(&tail),
+        ))
+    }
+
+    fn from(&self, offset: u64) -> io::Result<Box<dyn BufRead + '_>> {
+        let mut reader = BufReader::with_capacity(1 << 20, &self.file);
+        reader.seek(SeekFrom::Start(offset))?;
+        // Only what the size said: a file still growing is read up to that point this time.
+        Ok(Box::new(reader.take(self.size.saturating_sub(offset))))
+    }
+}
+
+/// Bytes a client pushed: the log from `base` to its end, with the bytes around it that its
+/// fingerprints need (the first 4 KiB of the log, and up to 4 KiB before `base`).
+pub struct ReceivedLog {
+    pub base: u64,
+    pub bytes: Vec<u8>,
+    pub head: Vec<u8>,
+    pub before: Vec<u8>,
+}
+
+impl LogBytes for ReceivedLog {
+    fn size(&self) -> u64 {
+        self.base + self.bytes.len() as u64
+    }
+
+    fn fingerprint(&self, offset: u64) -> io::Result<(u64, u64)> {
+        let take = offset.min(FINGERPRINT_BYTES);
+        // The log's start: the head, continued by what is in memory when the log is short.
+        let mut head: Vec<u8> = self.head.iter().copied().take(take as usize).collect();
+        if (head.len() as u64) < take {
+            let from = (head.len() as u64).saturating_sub(self.base) as usize;
+            let more = (take as usize - head.len()).min(self.bytes.len().saturating_sub(from));
+            head.extend_from_slice(&self.bytes[from..from + more]);
+        }
+        // The bytes before `offset`: from `before` and the received bytes.
+        let start = offset - take;
+        let mut tail = Vec::with_capacity(take as usize);
+        for at in start..offset {
+            let byte = if at >= self.base {
+                self.bytes.get((at - self.base) as usize)
+            } else {
+                let before_start = self.base - self.before.len() as u64;
+                at.checked_sub(before_start)
+                    .and_then(|i| self.before.get(i as usize))
+            };
+            match byte {
+                Some(byte) => tail.push(*byte),
+                None => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        "the bytes before the received part are missing",
+                    ));
+                }
+            }
+        }
+        Ok((
+            xxhash_rust::xxh3::xxh3_64(&head),
+            xxhash_rust::xxh3::xxh3_64(&tail),
+        ))
+    }
+
+    fn from(&self, offset: u64) -> io::Result<Box<dyn BufRead + '_>> {
+        let at = offset.checked_sub(self.base).ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "offset before the received part",
+            )
+        })?;
+        Ok(Box::new(&self.bytes[(at as usize).min(self.bytes.len())..]))
+    }
+
+    fn archived(&self) -> bool {
+        true
+    }
+}
+
+/// Where reading a log starts.
+pub struct Resume {
+    pub offset: u64,
+    pub line_no: u32,
+    state: FileState,
+    pub retraction: Option<Retraction>,
+    /// The archive generation the log's bytes belong to.
+    pub generation: u32,
+}
+
+impl Resume {
+    /// From the start: a new log, or one whose stored rows (if `had_rows`) must go first. A
+    /// replaced log begins the generation after `previous`.
+    pub fn from_scratch(file: &LogFile, had_rows: bool, previous: Option<&CheckpointRow>) -> Self {
+        let generation = previous.map_or(0, |c| c.generation + 1);
+        Self {
+            offset: 0,
+            line_no: 0,
+            state: FileState::fresh(file.harness),
+            retraction: had_rows.then_some(Retraction {
+                session_key: file.session_key,
+                after_line: 0,
+                keep_turns: 0,
+                archive: previous.map(|_| (file.file_key, generation)),
+            }),
+            generation,
+        }
+    }
+
+    /// From the checkpoint; `None` when its saved state cannot be read (an older format).
+    /// Rows past the checkpoint (a run that stopped before writing it) are retracted first.
+    pub fn from_checkpoint(file: &LogFile, stored: &Stored) -> Option<Self> {
+        let checkpoint = stored.checkpoint.as_ref()?;
+        let state: FileState = serde_json::from_str(&checkpoint.state).ok()?;
+        let orphans = stored.max_line.is_some_and(|max| max > checkpoint.line_no);
+        Some(Self {
+            offset: checkpoint.offset,
+            line_no: checkpoint.line_no,
+            retraction: orphans.then_some(Retraction {
+                session_key: file.session_key,
+                after_line: checkpoint.line_no,
+                keep_turns: state.session.turn.ordinal,
+                archive: None,
+            }),
+            state,
+            generation: checkpoint.generation,
+        })
+    }
+
+    /// Nothing to read: the checkpoint covers everything and nothing is orphaned.
+    fn is_done(&self, len: u64) -> bool {
+        self.offset == len && self.retraction.is_none()
+    }
+}
+
+/// How logs are read.
+#[derive(Debug, Clone)]
+pub struct ReadSettings {
+    /// Events per batch; a batch is sent when it has this many.
     pub batch_events: usize,
     pub build: BuildSettings,
-    pub redactor: &'a Redactor,
-    pub self_tools: &'a SelfTools,
-    pub tx: Sender<Batch>,
-    pub progress: &'a indicatif::ProgressBar,
+    /// Longer lines are skipped as malformed, without being held in memory.
+    pub max_line_bytes: usize,
+    /// Archive the bytes read (local logs; pushed bytes are archived by the ingest API).
+    pub archive: bool,
+}
+
+/// Where full batches go; an error means the writer has stopped.
+pub type Sink<'a> = Box<dyn FnMut(Batch) -> Result<(), WriterGone> + 'a>;
+
+pub struct Reader<'a> {
+    settings: ReadSettings,
+    redactor: &'a Redactor,
+    self_tools: &'a SelfTools,
+    sink: Sink<'a>,
+    progress: &'a indicatif::ProgressBar,
     pub counters: Counters,
     batch: Batch,
     indexer: Indexer,
@@ -101,19 +305,17 @@ pub struct WriterGone;
 
 impl<'a> Reader<'a> {
     pub fn new(
-        batch_events: usize,
-        build: BuildSettings,
+        settings: ReadSettings,
         redactor: &'a Redactor,
         self_tools: &'a SelfTools,
-        tx: Sender<Batch>,
+        sink: Sink<'a>,
         progress: &'a indicatif::ProgressBar,
     ) -> Self {
         Self {
-            batch_events,
-            build,
+            settings,
             redactor,
             self_tools,
-            tx,
+            sink,
             progress,
             counters: Counters::default(),
             batch: Batch::default(),
@@ -129,9 +331,17 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// Reads what is new in one file into the current batch.
+    /// Reads what is new in one file on disk into the current batch.
     pub fn read_file(&mut self, file: &LogFile, stored: &Stored) -> Result<(), WriterGone> {
-        match self.try_read_file(file, stored) {
+        let outcome = DiskLog::open(&file.path).and_then(|log| {
+            let resume = resume_point(&log, file, stored)?;
+            Ok((log, resume))
+        });
+        let result = match outcome {
+            Ok((log, resume)) => self.read_log(file, &log, resume, stored),
+            Err(error) => Err(ReadError::Io(error)),
+        };
+        match result {
             Ok(()) => Ok(()),
             Err(ReadError::Io(e)) => {
                 tracing::warn!(file = %file.path.display(), error = %e, "cannot read log file; skipping it");
@@ -142,89 +352,89 @@ impl<'a> Reader<'a> {
         }
     }
 
-    fn try_read_file(&mut self, file: &LogFile, stored: &Stored) -> Result<(), ReadError> {
-        let handle = File::open(&file.path)?;
-        let size = handle.metadata()?.len();
-        let resume = self.resume_point(&handle, size, file, stored)?;
-        let Some(Resume {
+    /// Reads `log` from `resume` to its end into the current batch (the ingest API decides the
+    /// resume point of what it received).
+    pub fn read_log(
+        &mut self,
+        file: &LogFile,
+        log: &dyn LogBytes,
+        resume: Resume,
+        stored: &Stored,
+    ) -> Result<(), ReadError> {
+        if resume.is_done(log.size()) {
+            self.counters.files_unchanged += 1;
+            return Ok(());
+        }
+        if resume.offset == 0 && stored.checkpoint.is_some() {
+            self.counters.files_reread += 1;
+        }
+        self.counters.files_read += 1;
+        let Resume {
             offset,
             line_no,
             state,
             retraction,
-        }) = resume
-        else {
-            self.counters.files_unchanged += 1;
-            return Ok(());
-        };
-        if offset == 0 && stored.checkpoint.is_some() {
-            self.counters.files_reread += 1;
-        }
-        self.counters.files_read += 1;
+            generation,
+        } = resume;
         if let Some(retraction) = retraction {
             self.batch.retractions.push(retraction);
         }
-        let mut cursor = FileCursor {
+        let mut cursor = Cursor {
             file,
             offset,
             line_no,
-            builder: SessionBuilder::new(file.session_key, state.session, self.build.clone()),
+            generation,
+            builder: SessionBuilder::new(
+                file.session_key,
+                state.session,
+                self.settings.build.clone(),
+            ),
             adapter: state.adapter,
-            events_before: 0,
+            archived_from: offset,
+            archive: Vec::new(),
         };
-        cursor.events_before = cursor.builder.state.events;
-
-        let mut reader = BufReader::with_capacity(1 << 20, &handle);
-        reader.seek(SeekFrom::Start(offset))?;
-        let mut line = Vec::new();
+        let events_before = cursor.builder.state.events;
+        let mut lines = Lines::new(log.from(offset)?, self.settings.max_line_bytes);
         let mut out = AdapterOutput::default();
-        loop {
-            line.clear();
-            let read = reader.read_until(b'\n', &mut line)?;
-            if read == 0 {
-                break;
-            }
-            let complete = line.last() == Some(&b'\n');
+        while let Some(line) = lines.next()? {
+            let (read, complete) = (line.len, line.complete);
+            let bytes = match line.bytes {
+                // Longer than allowed: skipped, without holding it.
+                None if complete => {
+                    cursor.consume(read, None, self.settings.archive);
+                    self.note_line(read);
+                    self.malformed(
+                        file,
+                        cursor.line_no,
+                        "line longer than ingest.max_line_bytes",
+                    );
+                    continue;
+                }
+                // A line still being written: left for the next run.
+                None => break,
+                Some(bytes) => bytes,
+            };
             // Validating is much faster than the lossy scan; invalid bytes are rare.
-            let text = match std::str::from_utf8(&line) {
+            let text = match std::str::from_utf8(bytes) {
                 Ok(text) => std::borrow::Cow::Borrowed(text),
-                Err(_) => String::from_utf8_lossy(&line),
+                Err(_) => String::from_utf8_lossy(bytes),
             };
             let trimmed = text.trim();
             let parsed = serde_json::from_str::<Value>(trimmed);
             if !complete && parsed.is_err() {
-                // A line still being written: leave it for the next run.
                 break;
             }
-            cursor.offset += read as u64;
-            cursor.line_no += 1;
-            self.counters.lines += 1;
-            self.counters.bytes += read as u64;
-            self.progress.inc(read as u64);
+            cursor.consume(read, Some(bytes), self.settings.archive);
+            self.note_line(read);
             if trimmed.is_empty() {
                 continue;
             }
-            let (redacted, redactions) = self.redactor.redact(trimmed);
-            self.counters.redactions += redactions as u64;
-            let record = match (redactions, parsed) {
-                (0, Ok(value @ Value::Object(_))) => value,
-                (_, Ok(Value::Object(_))) => match serde_json::from_str::<Value>(&redacted) {
-                    Ok(value) => value,
-                    Err(e) => {
-                        self.malformed(file, cursor.line_no, &e.to_string());
-                        continue;
-                    }
-                },
-                (_, Ok(_)) => {
-                    self.malformed(file, cursor.line_no, "not a JSON object");
-                    continue;
-                }
-                (_, Err(e)) => {
-                    self.malformed(file, cursor.line_no, &e.to_string());
-                    continue;
-                }
+            let Some(record) = self.record(file, cursor.line_no, trimmed, parsed) else {
+                continue;
             };
             out.drafts.clear();
-            cursor.read_record(&record, &redacted, self.self_tools, &mut out);
+            let redacted = &record.1;
+            cursor.read_record(&record.0, redacted, self.self_tools, &mut out);
             for draft in out.drafts.drain(..) {
                 cursor.builder.push(
                     draft,
@@ -234,71 +444,50 @@ impl<'a> Reader<'a> {
                     &mut self.batch.turns,
                 );
             }
-            if self.batch.events.len() >= self.batch_events {
-                self.cut(&cursor, &handle)?;
+            if self.batch.events.len() >= self.settings.batch_events {
+                self.cut(&mut cursor, log)?;
                 self.send()?;
             }
         }
-        self.cut(&cursor, &handle)?;
-        if cursor.builder.state.events > cursor.events_before {
+        self.cut(&mut cursor, log)?;
+        if cursor.builder.state.events > events_before {
             self.counters.sessions += 1;
         }
         Ok(())
     }
 
-    /// Where to continue reading `file`, or `None` when nothing changed.
-    fn resume_point(
-        &self,
-        handle: &File,
-        size: u64,
+    fn note_line(&mut self, read: usize) {
+        self.counters.lines += 1;
+        self.counters.bytes += read as u64;
+        self.progress.inc(read as u64);
+    }
+
+    /// The line as a JSON object (after redaction) and its redacted text; `None` (counted as
+    /// malformed) when it is not one.
+    fn record(
+        &mut self,
         file: &LogFile,
-        stored: &Stored,
-    ) -> Result<Option<Resume>, ReadError> {
-        let fresh = || FileState {
-            adapter: match file.harness {
-                Harness::Codex => AdapterState::Codex(CodexState::default()),
-                Harness::ClaudeCode => AdapterState::Claude(ClaudeState::default()),
-            },
-            session: SessionState::default(),
+        line_no: u32,
+        trimmed: &str,
+        parsed: Result<Value, serde_json::Error>,
+    ) -> Option<(Value, String)> {
+        let (redacted, redactions) = self.redactor.redact(trimmed);
+        self.counters.redactions += redactions as u64;
+        let record = match (redactions, parsed) {
+            (0, Ok(value @ Value::Object(_))) => Ok(value),
+            (_, Ok(Value::Object(_))) => {
+                serde_json::from_str::<Value>(&redacted).map_err(|e| e.to_string())
+            }
+            (_, Ok(_)) => Err("not a JSON object".to_owned()),
+            (_, Err(e)) => Err(e.to_string()),
         };
-        let from_scratch = |had_rows: bool| Resume {
-            offset: 0,
-            line_no: 0,
-            state: fresh(),
-            retraction: had_rows.then_some(Retraction {
-                session_key: file.session_key,
-                after_line: 0,
-                keep_turns: 0,
-            }),
-        };
-        let had_rows = stored.max_line.is_some();
-        let Some(checkpoint) = &stored.checkpoint else {
-            return Ok(Some(from_scratch(had_rows)));
-        };
-        let state: Option<FileState> = serde_json::from_str(&checkpoint.state).ok();
-        let same_file = checkpoint.offset <= size
-            && fingerprint(handle, checkpoint.offset)?
-                == (checkpoint.head_hash, checkpoint.tail_hash);
-        let Some(state) = state.filter(|_| same_file) else {
-            tracing::info!(file = %file.path.display(), "log file was truncated or replaced; reading it again");
-            return Ok(Some(from_scratch(true)));
-        };
-        // Rows past the checkpoint were written by a run that stopped before its checkpoint.
-        let orphans = stored.max_line.is_some_and(|max| max > checkpoint.line_no);
-        if checkpoint.offset == size && !orphans {
-            return Ok(None);
+        match record {
+            Ok(value) => Some((value, redacted.into_owned())),
+            Err(error) => {
+                self.malformed(file, line_no, &error);
+                None
+            }
         }
-        let retraction = orphans.then_some(Retraction {
-            session_key: file.session_key,
-            after_line: checkpoint.line_no,
-            keep_turns: state.session.turn.ordinal,
-        });
-        Ok(Some(Resume {
-            offset: checkpoint.offset,
-            line_no: checkpoint.line_no,
-            state,
-            retraction,
-        }))
     }
 
     fn malformed(&mut self, file: &LogFile, line_no: u32, error: &str) {
@@ -306,9 +495,9 @@ impl<'a> Reader<'a> {
         tracing::warn!(file = %file.path.display(), line = line_no, error, "skipping malformed line");
     }
 
-    /// Adds the rows that describe `cursor`'s file as of now: its open turn, its session and
-    /// its checkpoint.
-    fn cut(&mut self, cursor: &FileCursor<'_>, handle: &File) -> Result<(), ReadError> {
+    /// Adds the rows that describe `cursor`'s log as of now: its open turn, its session, the
+    /// bytes read since the last cut (when archiving) and its checkpoint.
+    fn cut(&mut self, cursor: &mut Cursor<'_>, log: &dyn LogBytes) -> Result<(), ReadError> {
         let file = cursor.file;
         if cursor.builder.state.events > 0 {
             if let Some(turn) = cursor.builder.open_turn_row(0) {
@@ -321,13 +510,29 @@ impl<'a> Reader<'a> {
                 0,
             ));
         }
-        let (head_hash, tail_hash) = fingerprint(handle, cursor.offset)?;
+        if !cursor.archive.is_empty() {
+            self.batch.chunks.push(RawChunkRow {
+                file_key: file.file_key,
+                generation: cursor.generation,
+                offset: cursor.archived_from,
+                data: std::mem::take(&mut cursor.archive),
+                received_at: 0,
+            });
+        }
+        cursor.archived_from = cursor.offset;
+        // The checkpoint fingerprints the bytes received: for a file on disk, those read.
+        let received = if log.archived() {
+            log.size()
+        } else {
+            cursor.offset
+        };
+        let (head_hash, tail_hash) = log.fingerprint(received)?;
         let state = FileState {
             adapter: cursor.adapter.clone(),
             session: cursor.builder.state.clone(),
         };
         self.batch.checkpoints.push(CheckpointRow {
-            file_key: file.session_key,
+            file_key: file.file_key,
             path: file.path.to_string_lossy().into_owned(),
             harness: file.harness.as_str().to_owned(),
             source: file.source.clone(),
@@ -338,6 +543,10 @@ impl<'a> Reader<'a> {
             tail_hash,
             state: serde_json::to_string(&state).expect("state serialises"),
             version: 0,
+            received,
+            generation: cursor.generation,
+            origin: file.origin.as_str().to_owned(),
+            updated_at: 0,
         });
         Ok(())
     }
@@ -345,9 +554,7 @@ impl<'a> Reader<'a> {
     fn send(&mut self) -> Result<(), ReadError> {
         let batch = std::mem::take(&mut self.batch);
         self.counters.events += batch.events.len() as u64;
-        self.tx
-            .blocking_send(batch)
-            .map_err(|_| ReadError::WriterGone)
+        (self.sink)(batch).map_err(|_| ReadError::WriterGone)
     }
 
     /// Sends whatever is left.
@@ -360,24 +567,56 @@ impl<'a> Reader<'a> {
     }
 }
 
-struct Resume {
-    offset: u64,
-    line_no: u32,
-    state: FileState,
-    retraction: Option<Retraction>,
+/// Where to continue reading a file on disk, judging by its checkpoint: from the checkpoint
+/// when the bytes before it are unchanged, from the start when the file is new, truncated or
+/// replaced.
+fn resume_point(log: &DiskLog, file: &LogFile, stored: &Stored) -> io::Result<Resume> {
+    let had_rows = stored.max_line.is_some();
+    let Some(checkpoint) = &stored.checkpoint else {
+        return Ok(Resume::from_scratch(file, had_rows, None));
+    };
+    let same_file = checkpoint.received <= log.size()
+        && log.fingerprint(checkpoint.received)? == (checkpoint.head_hash, checkpoint.tail_hash);
+    match Resume::from_checkpoint(file, stored).filter(|_| same_file) {
+        Some(resume) => Ok(resume),
+        None => {
+            tracing::info!(file = %file.path.display(), "log file was truncated or replaced; reading it again");
+            Ok(Resume::from_scratch(file, true, Some(checkpoint)))
+        }
+    }
 }
 
-/// One file being read.
-struct FileCursor<'f> {
+/// One log being read.
+struct Cursor<'f> {
     file: &'f LogFile,
     offset: u64,
     line_no: u32,
+    generation: u32,
     builder: SessionBuilder,
     adapter: AdapterState,
-    events_before: u64,
+    /// Where the bytes in `archive` start.
+    archived_from: u64,
+    archive: Vec<u8>,
 }
 
-impl FileCursor<'_> {
+impl Cursor<'_> {
+    /// Moves past a line of `read` bytes, keeping them for the archive when archiving. A line
+    /// too long to hold (`bytes` `None`) is archived as blanks of its length: it was skipped,
+    /// and a re-parse of the archive skips it too.
+    fn consume(&mut self, read: usize, bytes: Option<&[u8]>, archive: bool) {
+        self.offset += read as u64;
+        self.line_no += 1;
+        if archive {
+            match bytes {
+                Some(bytes) => self.archive.extend_from_slice(bytes),
+                None => {
+                    self.archive.resize(self.archive.len() + read - 1, b' ');
+                    self.archive.push(b'\n');
+                }
+            }
+        }
+    }
+
     fn read_record(
         &mut self,
         record: &Value,
@@ -417,23 +656,132 @@ impl FileCursor<'_> {
 }
 
 #[derive(Debug, thiserror::Error)]
-enum ReadError {
+pub enum ReadError {
     #[error(transparent)]
-    Io(#[from] std::io::Error),
+    Io(#[from] io::Error),
     #[error("the writer stopped")]
     WriterGone,
 }
 
-/// Hashes of the first and the last (up to) 4 KiB before `offset`.
-fn fingerprint(handle: &File, offset: u64) -> std::io::Result<(u64, u64)> {
-    let head_len = offset.min(FINGERPRINT_BYTES);
-    let mut head = vec![0; head_len as usize];
-    handle.read_exact_at(&mut head, 0)?;
-    let tail_len = offset.min(FINGERPRINT_BYTES);
-    let mut tail = vec![0; tail_len as usize];
-    handle.read_exact_at(&mut tail, offset - tail_len)?;
-    Ok((
-        xxhash_rust::xxh3::xxh3_64(&head),
-        xxhash_rust::xxh3::xxh3_64(&tail),
-    ))
+/// One line as [`Lines`] reads it.
+struct Line<'a> {
+    /// The line's bytes, with its newline; `None` when it is longer than allowed.
+    bytes: Option<&'a [u8]>,
+    /// Bytes read, the newline included.
+    len: usize,
+    /// It ends with a newline (else it is the last, unfinished, line).
+    complete: bool,
+}
+
+/// Lines of at most `max` bytes, read without holding a longer one in memory.
+struct Lines<'r> {
+    reader: Box<dyn BufRead + 'r>,
+    max: usize,
+    buffer: Vec<u8>,
+}
+
+impl<'r> Lines<'r> {
+    fn new(reader: Box<dyn BufRead + 'r>, max: usize) -> Self {
+        Self {
+            reader,
+            max,
+            buffer: Vec::new(),
+        }
+    }
+
+    fn next(&mut self) -> io::Result<Option<Line<'_>>> {
+        self.buffer.clear();
+        let mut len = 0usize;
+        let mut too_long = false;
+        loop {
+            let available = self.reader.fill_buf()?;
+            if available.is_empty() {
+                break;
+            }
+            let (take, done) = match memchr::memchr(b'\n', available) {
+                Some(at) => (at + 1, true),
+                None => (available.len(), false),
+            };
+            if !too_long {
+                if self.buffer.len() + take > self.max {
+                    too_long = true;
+                    self.buffer.clear();
+                } else {
+                    self.buffer.extend_from_slice(&available[..take]);
+                }
+            }
+            len += take;
+            self.reader.consume(take);
+            if done {
+                return Ok(Some(Line {
+                    bytes: (!too_long).then_some(self.buffer.as_slice()),
+                    len,
+                    complete: true,
+                }));
+            }
+        }
+        if len == 0 {
+            return Ok(None);
+        }
+        Ok(Some(Line {
+            bytes: (!too_long).then_some(self.buffer.as_slice()),
+            len,
+            complete: false,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(text: &[u8], max: usize) -> Vec<(Option<Vec<u8>>, usize, bool)> {
+        let mut lines = Lines::new(Box::new(text), max);
+        let mut out = Vec::new();
+        while let Some(line) = lines.next().unwrap() {
+            out.push((line.bytes.map(<[u8]>::to_vec), line.len, line.complete));
+        }
+        out
+    }
+
+    #[test]
+    fn test_lines_are_bounded_and_long_ones_skipped() {
+        let text = b"short\nxxxxxxxxxxxxxxxxxxxx\nend";
+        assert_eq!(
+            lines(text, 10),
+            [
+                (Some(b"short\n".to_vec()), 6, true),
+                (None, 21, true),
+                (Some(b"end".to_vec()), 3, false),
+            ]
+        );
+        assert_eq!(lines(b"", 10), []);
+    }
+
+    #[test]
+    fn test_received_fingerprints_equal_the_disk_ones() {
+        let content: Vec<u8> = (0..20_000u32)
+            .flat_map(|i| format!("{i}\n").into_bytes())
+            .collect();
+        let path = std::env::temp_dir().join(format!("moraine-reader-{}", std::process::id()));
+        std::fs::write(&path, &content).unwrap();
+        let disk = DiskLog::open(&path).unwrap();
+        for base in [0u64, 100, 5000, 20_000] {
+            let received = ReceivedLog {
+                base,
+                bytes: content[base as usize..].to_vec(),
+                head: content[..4096].to_vec(),
+                before: content[(base as usize).saturating_sub(4096)..base as usize].to_vec(),
+            };
+            assert_eq!(received.size(), disk.size());
+            for offset in [base, base + 10, content.len() as u64] {
+                assert_eq!(
+                    received.fingerprint(offset).unwrap(),
+                    disk.fingerprint(offset).unwrap(),
+                    "base {base}, offset {offset}"
+                );
+            }
+        }
+        std::fs::remove_file(path).unwrap();
+    }
 }

@@ -1,9 +1,11 @@
 //! Writing batches to ClickHouse: retractions first, then events (which the materialized views
-//! index in the same insert), turns, sessions, and last the checkpoints that cover them.
+//! index in the same insert), turns, sessions, archived bytes, and last the checkpoints that
+//! cover them.
 
 use std::collections::HashMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use super::files::LogFile;
 use super::reader::{Batch, Retraction, Stored};
 use crate::db::{Db, DbError};
 use crate::rows::CheckpointRow;
@@ -11,34 +13,41 @@ use crate::rows::CheckpointRow;
 /// Settings for the event insert: the index views run in parallel with the events view.
 const EVENT_INSERT_SETTINGS: &[(&str, &str)] = &[("parallel_view_processing", "1")];
 
-/// What ClickHouse already holds for each of `session_keys`.
-pub async fn load_stored(db: &Db, session_keys: &[u64]) -> Result<HashMap<u64, Stored>, DbError> {
+/// What ClickHouse already holds for each of `files`, by file key.
+pub async fn load_stored(db: &Db, files: &[LogFile]) -> Result<HashMap<u64, Stored>, DbError> {
     let mut stored: HashMap<u64, Stored> = HashMap::new();
-    for chunk in session_keys.chunks(10_000) {
+    for chunk in files.chunks(10_000) {
         let deadline = db.default_deadline();
+        let file_keys: Vec<u64> = chunk.iter().map(|f| f.file_key).collect();
+        let session_keys: Vec<u64> = chunk.iter().map(|f| f.session_key).collect();
         let checkpoints: Vec<CheckpointRow> = db
             .read(
                 "ingest_checkpoints",
-                "SELECT file_key, path, harness, source, session_key, offset, line_no, head_hash, tail_hash, state, version \
-                 FROM ingest_checkpoints FINAL WHERE file_key IN {keys:Array(UInt64)}",
+                "SELECT ?fields FROM ingest_checkpoints FINAL WHERE file_key IN {keys:Array(UInt64)}",
             )
-            .param("keys", chunk)
+            .param("keys", &file_keys)
             .fetch_all(db, deadline)
             .await?;
-        for checkpoint in checkpoints {
-            let key = checkpoint.file_key;
-            stored.entry(key).or_default().checkpoint = Some(checkpoint);
-        }
-        let lines: Vec<(u64, u32)> = db
+        let lines: HashMap<u64, u32> = db
             .read(
                 "ingest_max_lines",
                 "SELECT session_key, max(line_no) FROM events WHERE session_key IN {keys:Array(UInt64)} GROUP BY session_key",
             )
-            .param("keys", chunk)
-            .fetch_all(db, deadline)
-            .await?;
-        for (session_key, max_line) in lines {
-            stored.entry(session_key).or_default().max_line = Some(max_line);
+            .param("keys", &session_keys)
+            .fetch_all::<(u64, u32)>(db, deadline)
+            .await?
+            .into_iter()
+            .collect();
+        let mut by_key: HashMap<u64, CheckpointRow> =
+            checkpoints.into_iter().map(|c| (c.file_key, c)).collect();
+        for file in chunk {
+            stored.insert(
+                file.file_key,
+                Stored {
+                    checkpoint: by_key.remove(&file.file_key),
+                    max_line: lines.get(&file.session_key).copied(),
+                },
+            );
         }
     }
     Ok(stored)
@@ -72,8 +81,15 @@ pub async fn write_batch(db: &Db, mut batch: Batch, version: u64) -> Result<(), 
     }
     db.insert("ingest_sessions", "sessions", &batch.sessions, &[])
         .await?;
+    let now = now_ms();
+    for row in &mut batch.chunks {
+        row.received_at = now;
+    }
+    db.insert("ingest_chunks", "raw_chunks", &batch.chunks, &[])
+        .await?;
     for row in &mut batch.checkpoints {
         row.version = version;
+        row.updated_at = now;
     }
     db.insert(
         "ingest_checkpoints",
@@ -94,6 +110,7 @@ async fn retract(db: &Db, retraction: &Retraction) -> Result<(), DbError> {
         session_key,
         after_line,
         keep_turns,
+        archive,
     } = *retraction;
     tracing::info!(session_key, after_line, "removing rows before re-reading");
     let doomed =
@@ -142,7 +159,25 @@ async fn retract(db: &Db, retraction: &Retraction) -> Result<(), DbError> {
         .execute(db, db.default_deadline())
         .await?;
     }
+    if let Some((file_key, generation)) = archive {
+        // The bytes of a replaced log: the new generation's are written with this batch.
+        db.write(
+            "retract_archive",
+            "DELETE FROM raw_chunks WHERE file_key = {f:UInt64} AND generation < {g:UInt32}",
+        )
+        .param("f", file_key)
+        .param("g", generation)
+        .execute(db, db.default_deadline())
+        .await?;
+    }
     Ok(())
+}
+
+/// Milliseconds since the epoch.
+pub(crate) fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
 }
 
 /// A row version newer than `previous`: wall-clock nanoseconds, forced to increase.
