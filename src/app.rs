@@ -41,6 +41,7 @@ pub fn spawn(
 ) -> io::Result<App> {
     let addr = listener.local_addr()?;
     let (tools, query_log) = tools(&config, &db);
+    tokio::spawn(crate::ingest::push::restore_push_metrics(db.clone()));
     let router = server::router(&config, db, tools, addr, &shutdown);
     let limits = server::connection_limits(&config);
     let server = tokio::spawn(server::serve(listener, router, shutdown, limits));

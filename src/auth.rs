@@ -1,5 +1,5 @@
-//! Bearer-token authentication: the configured tokens, the constant-time check, and the layer
-//! that names every caller of a protected route.
+//! Bearer-token authentication: the configured tokens and their scopes, the constant-time
+//! check, and the layer that names (and bounds) every caller of a protected route.
 
 use std::sync::Arc;
 
@@ -11,30 +11,58 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::config::TokenConfig;
+use crate::config::{Scope, TokenConfig};
 use crate::metrics::Metrics;
 
-/// Who is calling, by token name (never the token); put in request extensions by
-/// [`authenticate`]. Over stdio the caller is the local user.
+/// Who is calling and what they may do; put in request extensions by [`authenticate`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Caller(pub String);
+pub(crate) struct Caller {
+    /// The token's name (never the token), or `anonymous` / `stdio`.
+    pub name: String,
+    scopes: Vec<Scope>,
+    /// The source the ingest API records for what this caller sends; `None` lets the caller
+    /// name it (no tokens configured: a loopback-only or explicitly opened server).
+    pub ingest_source: Option<String>,
+    /// The sources whose sessions the caller may read; `None` is every source.
+    pub read_sources: Option<Arc<[String]>>,
+}
 
 impl Caller {
-    /// The caller of a server without tokens (loopback only, or explicitly opened).
+    /// The caller of a server without tokens: everything is allowed.
     pub(crate) fn anonymous() -> Self {
-        Self("anonymous".into())
+        Self::unrestricted("anonymous")
     }
 
-    /// The caller on stdio.
+    /// The caller on stdio (the local user).
     pub(crate) fn stdio() -> Self {
-        Self("stdio".into())
+        Self::unrestricted("stdio")
     }
+
+    fn unrestricted(name: &str) -> Self {
+        Self {
+            name: name.to_owned(),
+            scopes: vec![Scope::Read, Scope::Ingest],
+            ingest_source: None,
+            read_sources: None,
+        }
+    }
+
+    pub(crate) fn may(&self, scope: Scope) -> bool {
+        self.scopes.contains(&scope)
+    }
+}
+
+/// One configured token.
+#[derive(Debug)]
+struct Token {
+    digest: [u8; 32],
+    caller: Caller,
 }
 
 /// The accepted bearer tokens, stored as SHA-256 digests so every comparison takes the same time.
 #[derive(Debug)]
 pub(crate) struct Tokens {
-    tokens: Vec<(String, [u8; 32])>,
+    tokens: Vec<Token>,
 }
 
 impl Tokens {
@@ -42,7 +70,15 @@ impl Tokens {
         Self {
             tokens: tokens
                 .iter()
-                .map(|t| (t.name.clone(), digest(t.token.trim())))
+                .map(|t| Token {
+                    digest: digest(t.token.trim()),
+                    caller: Caller {
+                        name: t.name.clone(),
+                        scopes: t.scopes.clone(),
+                        ingest_source: Some(t.ingest_source().to_owned()),
+                        read_sources: t.read_sources.as_deref().map(Arc::from),
+                    },
+                })
                 .collect(),
         }
     }
@@ -52,13 +88,13 @@ impl Tokens {
         self.tokens.is_empty()
     }
 
-    /// The name of the token presented, comparing against every token in constant time.
-    pub(crate) fn check(&self, presented: &str) -> Option<&str> {
+    /// The caller the presented token names, comparing against every token in constant time.
+    pub(crate) fn check(&self, presented: &str) -> Option<&Caller> {
         let digest = digest(presented);
         let mut found = None;
-        for (name, expected) in &self.tokens {
-            if bool::from(digest.ct_eq(expected)) {
-                found = Some(name.as_str());
+        for token in &self.tokens {
+            if bool::from(digest.ct_eq(&token.digest)) {
+                found = Some(&token.caller);
             }
         }
         found
@@ -69,15 +105,16 @@ fn digest(token: &str) -> [u8; 32] {
     Sha256::digest(token.as_bytes()).into()
 }
 
-/// What [`authenticate`] needs.
+/// What [`authenticate`] needs: the tokens, and the scope the guarded routes require.
 #[derive(Clone)]
 pub(crate) struct AuthState {
     pub tokens: Arc<Tokens>,
     pub metrics: Metrics,
+    pub required: Scope,
 }
 
-/// Requires a configured bearer token (when any are configured) and names the caller for logs,
-/// metrics and the query log.
+/// Requires a configured bearer token with the route's scope (when any tokens are configured)
+/// and names the caller for logs, metrics, the query log and what it may read and write.
 pub(crate) async fn authenticate(
     State(state): State<AuthState>,
     mut request: Request,
@@ -100,19 +137,24 @@ pub(crate) async fn authenticate(
         state.metrics.observe_auth("none", "missing");
         return unauthorized("missing bearer token", false);
     };
-    match state.tokens.check(presented) {
-        Some(name) => {
-            state.metrics.observe_auth(name, "accepted");
-            tracing::debug!(token = name, "authenticated");
-            request.extensions_mut().insert(Caller(name.to_owned()));
-            next.run(request).await
-        }
-        None => {
-            state.metrics.observe_auth("none", "rejected");
-            tracing::info!("rejected a request with an unknown bearer token");
-            unauthorized("unknown bearer token", true)
-        }
+    let Some(caller) = state.tokens.check(presented) else {
+        state.metrics.observe_auth("none", "rejected");
+        tracing::info!("rejected a request with an unknown bearer token");
+        return unauthorized("unknown bearer token", true);
+    };
+    if !caller.may(state.required) {
+        state.metrics.observe_auth(&caller.name, "forbidden");
+        tracing::info!(token = %caller.name, scope = state.required.as_str(), "refused a token without the scope");
+        return forbidden(&format!(
+            "token {:?} lacks the {} scope",
+            caller.name,
+            state.required.as_str()
+        ));
     }
+    state.metrics.observe_auth(&caller.name, "accepted");
+    tracing::debug!(token = %caller.name, "authenticated");
+    request.extensions_mut().insert(caller.clone());
+    next.run(request).await
 }
 
 fn unauthorized(message: &str, invalid: bool) -> Response {
@@ -129,19 +171,37 @@ fn unauthorized(message: &str, invalid: bool) -> Response {
         .into_response()
 }
 
+/// A known token that may not do what it asked.
+pub(crate) fn forbidden(message: &str) -> Response {
+    (
+        StatusCode::FORBIDDEN,
+        axum::Json(json!({ "error": "forbidden", "message": message })),
+    )
+        .into_response()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn test_check_names_the_token_and_ignores_padding_of_configured_tokens() {
-        let tokens = Tokens::new(&[
-            TokenConfig::reader("laptop", " 0123456789abcdef "),
-            TokenConfig::reader("ci", "fedcba9876543210"),
-        ]);
-        assert_eq!(tokens.check("0123456789abcdef"), Some("laptop"));
-        assert_eq!(tokens.check("fedcba9876543210"), Some("ci"));
-        assert_eq!(tokens.check("0123456789abcdeF"), None);
+    fn test_check_names_the_caller_with_its_scopes_and_sources() {
+        let mut ingest = TokenConfig::reader("laptop", " 0123456789abcdef ");
+        ingest.scopes = vec![Scope::Ingest];
+        ingest.source = Some("alice".into());
+        let mut limited = TokenConfig::reader("ci", "fedcba9876543210");
+        limited.read_sources = Some(vec!["ci".into()]);
+        let tokens = Tokens::new(&[ingest, limited]);
+        let laptop = tokens.check("0123456789abcdef").unwrap();
+        assert_eq!(laptop.name, "laptop");
+        assert!(laptop.may(Scope::Ingest) && !laptop.may(Scope::Read));
+        assert_eq!(laptop.ingest_source.as_deref(), Some("alice"));
+        let ci = tokens.check("fedcba9876543210").unwrap();
+        assert!(ci.may(Scope::Read) && !ci.may(Scope::Ingest));
+        assert_eq!(ci.read_sources.as_deref(), Some(&["ci".to_owned()][..]));
+        assert_eq!(ci.ingest_source.as_deref(), Some("ci"));
+        assert!(tokens.check("0123456789abcdeF").is_none());
         assert!(!tokens.is_empty());
+        assert!(Caller::anonymous().may(Scope::Ingest));
     }
 }

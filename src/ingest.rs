@@ -9,6 +9,7 @@ pub(crate) mod claude;
 pub(crate) mod codex;
 pub mod draft;
 pub mod files;
+pub mod push;
 pub mod reader;
 pub mod redact;
 pub mod session;

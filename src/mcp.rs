@@ -71,7 +71,7 @@ impl ServerHandler for McpServer {
         let name = request.name.to_string();
         // A tool name is client text of any length: logs and errors show a bounded prefix.
         let shown = &name[..crate::text::floor_char_boundary(&name, MAX_SHOWN_NAME)];
-        let span = tracing::info_span!("tool_call", tool = %shown, caller = %caller.0);
+        let span = tracing::info_span!("tool_call", tool = %shown, caller = %caller.name);
         match self
             .tools
             .call(&name, request.arguments, &caller)

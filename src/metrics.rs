@@ -6,7 +6,8 @@
 use std::sync::Arc;
 
 use prometheus::{
-    HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
+    GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
+    TextEncoder,
 };
 
 use crate::config::SlaConfig;
@@ -60,6 +61,10 @@ struct Inner {
     http_duration: HistogramVec,
     auth: IntCounterVec,
     query_log_dropped: IntCounterVec,
+    ingest_requests: IntCounterVec,
+    ingest_bytes: IntCounterVec,
+    ingest_events: IntCounterVec,
+    ingest_last_push: GaugeVec,
 }
 
 impl Metrics {
@@ -149,6 +154,32 @@ impl Metrics {
             "Search log rows not written (queue full or insert failed)",
             &["reason"],
         );
+        let ingest_requests = counter(
+            "ingest_requests_total",
+            "Ingest API appends by outcome (ok, duplicate, offset_mismatch, content_mismatch, busy, too_large, invalid, failed)",
+            &["outcome"],
+        );
+        let ingest_bytes = counter(
+            "ingest_received_bytes_total",
+            "Log bytes received by the ingest API, by source",
+            &["source"],
+        );
+        let ingest_events = counter(
+            "ingest_events_total",
+            "Events written from logs received by the ingest API, by source",
+            &["source"],
+        );
+        let ingest_last_push = GaugeVec::new(
+            Opts::new(
+                "ingest_last_push_timestamp_seconds",
+                "When the ingest API last accepted bytes from a source (Unix time)",
+            ),
+            &["source"],
+        )
+        .expect("valid gauge");
+        registry
+            .register(Box::new(ingest_last_push.clone()))
+            .expect("unique metric");
         let build_info =
             IntGaugeVec::new(Opts::new("build_info", "Build information"), &["version"])
                 .expect("valid gauge");
@@ -172,6 +203,10 @@ impl Metrics {
                 http_duration,
                 auth,
                 query_log_dropped,
+                ingest_requests,
+                ingest_bytes,
+                ingest_events,
+                ingest_last_push,
             }),
         }
     }
@@ -266,6 +301,39 @@ impl Metrics {
             .query_log_dropped
             .with_label_values(&[reason])
             .inc_by(rows);
+    }
+
+    /// An ingest API append and its outcome.
+    pub fn observe_ingest(&self, outcome: &str) {
+        self.inner
+            .ingest_requests
+            .with_label_values(&[outcome])
+            .inc();
+    }
+
+    /// Bytes and events accepted from `source`, at `at_seconds` (Unix time).
+    pub fn ingested(&self, source: &str, bytes: u64, events: u64, at_seconds: f64) {
+        let inner = &self.inner;
+        inner
+            .ingest_bytes
+            .with_label_values(&[source])
+            .inc_by(bytes);
+        inner
+            .ingest_events
+            .with_label_values(&[source])
+            .inc_by(events);
+        inner
+            .ingest_last_push
+            .with_label_values(&[source])
+            .set(at_seconds);
+    }
+
+    /// The last push of `source` as stored (at start-up), unless a newer one was seen.
+    pub fn restore_last_push(&self, source: &str, at_seconds: f64) {
+        let gauge = self.inner.ingest_last_push.with_label_values(&[source]);
+        if gauge.get() < at_seconds {
+            gauge.set(at_seconds);
+        }
     }
 
     /// The Prometheus text exposition of every metric.

@@ -4,6 +4,7 @@
 
 mod connections;
 mod guards;
+mod ingest_api;
 mod rpc;
 
 use std::net::SocketAddr;
@@ -22,6 +23,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
@@ -29,8 +31,9 @@ use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
 use crate::auth::{self, AuthState, Tokens};
-use crate::config::Config;
+use crate::config::{Config, Scope};
 use crate::db::{Db, DbError};
+use crate::ingest::push::PushIngest;
 use crate::mcp::McpServer;
 use crate::migrate;
 use crate::tools::Tools;
@@ -47,7 +50,7 @@ struct AppState {
 
 /// Builds the application router. `addr` is the bound address (for the service's own origin).
 pub(crate) fn router(
-    config: &Config,
+    config: &Arc<Config>,
     db: Db,
     tools: Arc<Tools>,
     addr: SocketAddr,
@@ -55,10 +58,26 @@ pub(crate) fn router(
 ) -> Router {
     let server = &config.server;
     let metrics = db.metrics().clone();
-    let auth = AuthState {
-        tokens: Arc::new(Tokens::new(&config.auth.tokens)),
-        metrics: metrics.clone(),
+    let tokens = Arc::new(Tokens::new(&config.auth.tokens));
+    let guard = |required: Scope| {
+        middleware::from_fn_with_state(
+            AuthState {
+                tokens: tokens.clone(),
+                metrics: metrics.clone(),
+                required,
+            },
+            auth::authenticate,
+        )
     };
+    let ingest = ingest_api::routes(ingest_api::IngestApi {
+        push: Arc::new(
+            PushIngest::new(db.clone(), config.clone()).expect("validated redaction patterns"),
+        ),
+        slots: Arc::new(Semaphore::new(config.ingest.max_concurrent_requests)),
+        max_decoded_bytes: config.ingest.max_decoded_bytes,
+        metrics: metrics.clone(),
+    })
+    .layer(guard(Scope::Ingest));
     let state = AppState {
         db,
         health_timeout: Duration::from_millis(config.clickhouse.health_timeout_ms),
@@ -66,13 +85,14 @@ pub(crate) fn router(
     };
     let mcp = mcp_routes(config, tools, addr, shutdown)
         .layer(middleware::from_fn(rpc::check_tool_calls))
-        .layer(middleware::from_fn_with_state(auth, auth::authenticate));
+        .layer(guard(Scope::Read));
     Router::new()
         .route("/healthz", get(healthz_get))
         .route("/metrics", get(metrics_get))
         .merge(mcp)
-        .fallback(not_found)
         .with_state(state)
+        .merge(ingest)
+        .fallback(not_found)
         // Outermost first. The timeout covers reading the body (a stalled upload ends in 503);
         // the metrics see every status, 413s and timeouts included.
         .layer(
@@ -90,6 +110,7 @@ pub(crate) fn router(
                 .layer(middleware::from_fn_with_state(
                     guards::BodyLimits {
                         max_bytes: server.request_body_limit_bytes as usize,
+                        ingest_max_bytes: config.ingest.max_request_bytes,
                         stall: Duration::from_secs(server.body_timeout_secs),
                     },
                     guards::limit_body,

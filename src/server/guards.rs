@@ -43,6 +43,8 @@ pub(crate) async fn require_one_host(request: Request, next: Next) -> Response {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct BodyLimits {
     pub(crate) max_bytes: usize,
+    /// The limit of the ingest API, whose bodies are logs.
+    pub(crate) ingest_max_bytes: usize,
     /// The longest pause between two pieces of a body.
     pub(crate) stall: Duration,
 }
@@ -56,21 +58,26 @@ pub(crate) async fn limit_body(
     next: Next,
 ) -> Response {
     let (parts, body) = request.into_parts();
+    let max_bytes = if parts.uri.path().starts_with("/ingest/") {
+        limits.ingest_max_bytes
+    } else {
+        limits.max_bytes
+    };
     let declared = body.size_hint().lower();
-    if declared > limits.max_bytes as u64 {
+    if declared > max_bytes as u64 {
         if declared <= DRAIN_BYTES {
             drain(body).await;
         }
-        return payload_too_large(limits.max_bytes);
+        return payload_too_large(max_bytes);
     }
-    match read_up_to(body, limits).await {
+    match read_up_to(body, max_bytes, limits.stall).await {
         Ok(bytes) => {
             next.run(Request::from_parts(parts, Body::from(bytes)))
                 .await
         }
         Err(BodyError::TooLarge(rest)) => {
             drain(rest).await;
-            payload_too_large(limits.max_bytes)
+            payload_too_large(max_bytes)
         }
         Err(BodyError::Stalled) => (
             StatusCode::REQUEST_TIMEOUT,
@@ -100,16 +107,16 @@ enum BodyError {
     Unreadable(axum::Error),
 }
 
-async fn read_up_to(mut body: Body, limits: BodyLimits) -> Result<Bytes, BodyError> {
+async fn read_up_to(mut body: Body, max_bytes: usize, stall: Duration) -> Result<Bytes, BodyError> {
     let mut bytes = BytesMut::new();
     loop {
-        let frame = match tokio::time::timeout(limits.stall, body.frame()).await {
+        let frame = match tokio::time::timeout(stall, body.frame()).await {
             Err(_) => return Err(BodyError::Stalled),
             Ok(None) => return Ok(bytes.freeze()),
             Ok(Some(frame)) => frame.map_err(BodyError::Unreadable)?,
         };
         if let Ok(data) = frame.into_data() {
-            if bytes.len() + data.len() > limits.max_bytes {
+            if bytes.len() + data.len() > max_bytes {
                 return Err(BodyError::TooLarge(body));
             }
             bytes.extend_from_slice(&data);

@@ -253,7 +253,7 @@ impl Tool for SearchSessions {
                 corpus_docs: ctx.stats.documents(),
                 elapsed_ms: performance.elapsed_ms as u32,
                 met_sla: performance.met_sla,
-                client: caller.0.clone(),
+                client: caller.name.clone(),
             },
             hits,
         });

@@ -1,0 +1,568 @@
+//! Logs pushed over the ingest API: where each stands, and appending received bytes.
+//!
+//! A pushed log is archived as it arrives and parsed with the same adapters, session builder
+//! and writer as a local one, so it gets the same IDs, turns, completion and redaction. One
+//! request is one batch: its rows, its archived bytes and its checkpoint are written together
+//! (the checkpoint last), so a request that fails moves nothing; a resent range is recognised
+//! by comparing it with the archive.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex, Weak};
+
+use serde::{Deserialize, Serialize};
+
+use super::draft::SelfTools;
+use super::files::{self, LogFile, Origin};
+use super::reader::{
+    Batch, Counters, FINGERPRINT_BYTES, ReadError, ReadSettings, Reader, ReceivedLog, Resume,
+    Stored,
+};
+use super::redact::Redactor;
+use super::{IngestError, read_settings, writer};
+use crate::config::Config;
+use crate::db::{Db, DbError};
+use crate::rows::{CheckpointRow, RawChunkRow};
+use crate::vocab::Harness;
+
+/// Longest accepted log path, in bytes.
+pub const MAX_PATH_BYTES: usize = 4096;
+/// Most logs one status request may ask about.
+pub const MAX_STATUS_FILES: usize = 10_000;
+
+/// A log as a client names it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogName {
+    pub harness: Harness,
+    pub path: String,
+}
+
+/// Where a pushed log stands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogStatus {
+    pub harness: Harness,
+    pub path: String,
+    /// Bytes received and archived; the next append starts here.
+    pub received: u64,
+    /// Bytes parsed (whole lines).
+    pub parsed: u64,
+    pub generation: u32,
+    /// XXH3 of the first and the last (up to) 4 KiB before `received`, as 16 hex digits, so a
+    /// client can tell whether its file still starts with what was sent; null for a new log.
+    pub head_hash: Option<String>,
+    pub tail_hash: Option<String>,
+}
+
+/// What one append did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Appended {
+    pub received: u64,
+    pub parsed: u64,
+    pub generation: u32,
+    /// The range was already stored: nothing was written.
+    pub duplicate: bool,
+    pub bytes: u64,
+    pub lines: u64,
+    pub events: u64,
+    pub malformed: u64,
+    pub redactions: u64,
+    pub sessions: u64,
+}
+
+/// Why an append was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum AppendError {
+    #[error("{0}")]
+    Invalid(String),
+    #[error("the log has {received} bytes here; send from there")]
+    OffsetMismatch { received: u64, generation: u32 },
+    #[error(
+        "the bytes sent differ from those stored at the same offset; the log was replaced: send it from 0 with replace=true"
+    )]
+    ContentMismatch { received: u64, generation: u32 },
+    #[error(transparent)]
+    Db(#[from] DbError),
+    #[error("the stored log could not be read: {0}")]
+    Internal(String),
+}
+
+impl From<IngestError> for AppendError {
+    fn from(error: IngestError) -> Self {
+        match error {
+            IngestError::Db(e) => Self::Db(e),
+            other => Self::Internal(other.to_string()),
+        }
+    }
+}
+
+/// What appending needs, shared by every request.
+pub struct PushIngest {
+    db: Db,
+    config: Arc<Config>,
+    redactor: Arc<Redactor>,
+    self_tools: Arc<SelfTools>,
+    /// One append at a time per log.
+    locks: Mutex<HashMap<u64, Weak<tokio::sync::Mutex<()>>>>,
+    /// Row versions must grow across requests.
+    version: Mutex<u64>,
+}
+
+/// One append request.
+pub struct Append<'a> {
+    pub source: &'a str,
+    pub log: &'a LogName,
+    pub offset: u64,
+    /// The log was replaced: forget what is stored and start over from these bytes.
+    pub replace: bool,
+    pub bytes: &'a [u8],
+}
+
+impl PushIngest {
+    pub fn new(db: Db, config: Arc<Config>) -> Result<Self, IngestError> {
+        Ok(Self {
+            redactor: Arc::new(Redactor::new(&config.ingest.redaction)?),
+            self_tools: Arc::new(SelfTools::new(&config.tools.self_server_names)),
+            db,
+            config,
+            locks: Mutex::new(HashMap::new()),
+            version: Mutex::new(0),
+        })
+    }
+
+    /// Where each of `logs` of `source` stands.
+    pub async fn status(
+        &self,
+        source: &str,
+        logs: &[LogName],
+    ) -> Result<Vec<LogStatus>, AppendError> {
+        let files = logs
+            .iter()
+            .map(|log| describe(source, log))
+            .collect::<Result<Vec<_>, _>>()?;
+        let stored = writer::load_stored(&self.db, &files).await?;
+        Ok(logs
+            .iter()
+            .zip(&files)
+            .map(|(log, file)| {
+                let checkpoint = stored
+                    .get(&file.file_key)
+                    .and_then(|s| s.checkpoint.as_ref());
+                status_of(log, checkpoint)
+            })
+            .collect())
+    }
+
+    /// Appends the bytes of one request to a log: archived, parsed and written, or refused.
+    pub async fn append(&self, append: Append<'_>) -> Result<Appended, AppendError> {
+        let file = describe(append.source, append.log)?;
+        let lock = self.lock(file.file_key);
+        let _held = lock.lock().await;
+        let stored = writer::load_stored(&self.db, std::slice::from_ref(&file))
+            .await?
+            .remove(&file.file_key)
+            .unwrap_or_default();
+        let plan = self.plan(&file, &stored, &append).await?;
+        let Some(plan) = plan else {
+            let checkpoint = stored.checkpoint.as_ref();
+            let status = status_of(append.log, checkpoint);
+            return Ok(Appended {
+                received: status.received,
+                parsed: status.parsed,
+                generation: status.generation,
+                duplicate: true,
+                ..Appended::default()
+            });
+        };
+        let (batch, counters) = self.parse(file.clone(), stored, plan).await?;
+        let checkpoint = batch
+            .checkpoints
+            .last()
+            .cloned()
+            .ok_or_else(|| AppendError::Internal("no checkpoint was made".into()))?;
+        let version = {
+            let mut last = self.version.lock().expect("version lock");
+            *last = writer::next_version(*last);
+            *last
+        };
+        writer::write_batch(&self.db, batch, version).await?;
+        Ok(Appended {
+            received: checkpoint.received,
+            parsed: checkpoint.offset,
+            generation: checkpoint.generation,
+            duplicate: false,
+            bytes: counters.bytes,
+            lines: counters.lines,
+            events: counters.events,
+            malformed: counters.malformed,
+            redactions: counters.redactions,
+            sessions: counters.sessions,
+        })
+    }
+
+    fn lock(&self, file_key: u64) -> Arc<tokio::sync::Mutex<()>> {
+        let mut locks = self.locks.lock().expect("locks");
+        if let Some(lock) = locks.get(&file_key).and_then(Weak::upgrade) {
+            return lock;
+        }
+        if locks.len() > 1024 {
+            locks.retain(|_, lock| lock.strong_count() > 0);
+        }
+        let lock = Arc::new(tokio::sync::Mutex::new(()));
+        locks.insert(file_key, Arc::downgrade(&lock));
+        lock
+    }
+
+    /// What to parse: where to resume and the bytes from there (stored ones first), or `None`
+    /// when the request holds nothing new.
+    async fn plan(
+        &self,
+        file: &LogFile,
+        stored: &Stored,
+        append: &Append<'_>,
+    ) -> Result<Option<Plan>, AppendError> {
+        let checkpoint = stored.checkpoint.as_ref();
+        let (received, generation) = checkpoint.map_or((0, 0), |c| (c.received, c.generation));
+        if append.replace {
+            if append.offset != 0 {
+                return Err(AppendError::Invalid(
+                    "replace=true sends a log from offset 0".into(),
+                ));
+            }
+            let had_rows = stored.max_line.is_some() || checkpoint.is_some();
+            let resume = Resume::from_scratch(file, had_rows, checkpoint);
+            return Ok(Some(Plan::fresh(resume, append.bytes.to_vec())));
+        }
+        if append.offset > received {
+            return Err(AppendError::OffsetMismatch {
+                received,
+                generation,
+            });
+        }
+        // A range (partly) stored already must be what is stored.
+        let overlap = (received - append.offset).min(append.bytes.len() as u64) as usize;
+        if overlap > 0 {
+            let stored_bytes = self
+                .archived(
+                    file.file_key,
+                    generation,
+                    append.offset,
+                    append.offset + overlap as u64,
+                )
+                .await?;
+            if stored_bytes != append.bytes[..overlap] {
+                return Err(AppendError::ContentMismatch {
+                    received,
+                    generation,
+                });
+            }
+        }
+        let new = &append.bytes[overlap..];
+        if new.is_empty() {
+            return Ok(None);
+        }
+        let Some(checkpoint) = checkpoint else {
+            let resume = Resume::from_scratch(file, stored.max_line.is_some(), None);
+            return Ok(Some(Plan::fresh(resume, new.to_vec())));
+        };
+        let resume = match Resume::from_checkpoint(file, stored) {
+            Some(resume) => resume,
+            // Saved by an older parser: parse the whole stored log again (same generation).
+            None => {
+                let mut resume = Resume::from_scratch(file, true, None);
+                resume.generation = generation;
+                resume
+            }
+        };
+        let pending = received - resume.offset;
+        if pending > self.config.ingest.max_line_bytes as u64 {
+            return Ok(Some(
+                self.past_long_line(checkpoint, resume, received, new)
+                    .await?,
+            ));
+        }
+        let mut bytes = self
+            .archived(file.file_key, generation, resume.offset, received)
+            .await?;
+        bytes.extend_from_slice(new);
+        let (head, before) = self
+            .context(file.file_key, generation, resume.offset)
+            .await?;
+        Ok(Some(Plan {
+            log: ReceivedLog {
+                base: resume.offset,
+                bytes,
+                head,
+                before,
+            },
+            resume,
+            chunk: Some((received, new.to_vec())),
+            skipped_lines: 0,
+        }))
+    }
+
+    /// The unparsed part of the log is one line longer than `ingest.max_line_bytes`: it is not
+    /// read back; parsing resumes after its end, if `new` holds it.
+    async fn past_long_line(
+        &self,
+        checkpoint: &CheckpointRow,
+        mut resume: Resume,
+        received: u64,
+        new: &[u8],
+    ) -> Result<Plan, AppendError> {
+        let generation = checkpoint.generation;
+        let (base, bytes, skipped) = match memchr::memchr(b'\n', new) {
+            Some(at) => (received + at as u64 + 1, new[at + 1..].to_vec(), 1),
+            None => (received + new.len() as u64, Vec::new(), 0),
+        };
+        if skipped == 1 {
+            tracing::warn!(path = %checkpoint.path, "skipping a pushed line longer than ingest.max_line_bytes");
+            resume.offset = base;
+            resume.line_no += 1;
+        }
+        let (head, before) = self
+            .context(checkpoint.file_key, generation, received)
+            .await?;
+        let mut before = before;
+        before.extend_from_slice(&new[..(base - received) as usize]);
+        let keep = before.len().saturating_sub(FINGERPRINT_BYTES as usize);
+        before.drain(..keep);
+        Ok(Plan {
+            log: ReceivedLog {
+                base,
+                bytes,
+                head,
+                before,
+            },
+            resume,
+            chunk: Some((received, new.to_vec())),
+            skipped_lines: skipped,
+        })
+    }
+
+    /// The first 4 KiB of a log, and the (up to) 4 KiB before `offset`, from the archive.
+    async fn context(
+        &self,
+        file_key: u64,
+        generation: u32,
+        offset: u64,
+    ) -> Result<(Vec<u8>, Vec<u8>), AppendError> {
+        let head = self
+            .archived(file_key, generation, 0, offset.min(FINGERPRINT_BYTES))
+            .await?;
+        let before = self
+            .archived(
+                file_key,
+                generation,
+                offset.saturating_sub(FINGERPRINT_BYTES),
+                offset,
+            )
+            .await?;
+        Ok((head, before))
+    }
+
+    /// The archived bytes `[from, to)` of a log.
+    pub async fn archived(
+        &self,
+        file_key: u64,
+        generation: u32,
+        from: u64,
+        to: u64,
+    ) -> Result<Vec<u8>, AppendError> {
+        read_archive(&self.db, file_key, generation, from, to).await
+    }
+
+    /// Parses the plan's bytes on a blocking thread into one batch (with the archived chunk).
+    async fn parse(
+        &self,
+        file: LogFile,
+        stored: Stored,
+        plan: Plan,
+    ) -> Result<(Batch, Counters), AppendError> {
+        let settings = ReadSettings {
+            // One request, one batch: written together or not at all.
+            batch_events: usize::MAX,
+            archive: false,
+            ..read_settings(&self.config)
+        };
+        let (redactor, self_tools) = (self.redactor.clone(), self.self_tools.clone());
+        tokio::task::spawn_blocking(move || {
+            let progress = indicatif::ProgressBar::hidden();
+            let mut batches = Vec::new();
+            let mut reader = Reader::new(
+                settings,
+                &redactor,
+                &self_tools,
+                Box::new(|batch| {
+                    batches.push(batch);
+                    Ok(())
+                }),
+                &progress,
+            );
+            reader
+                .read_log(&file, &plan.log, plan.resume, &stored)
+                .map_err(|e| match e {
+                    ReadError::Io(e) => AppendError::Internal(e.to_string()),
+                    ReadError::WriterGone => AppendError::Internal("the batch was dropped".into()),
+                })?;
+            let mut counters = reader
+                .finish()
+                .map_err(|_| AppendError::Internal("the batch was dropped".into()))?;
+            counters.malformed += plan.skipped_lines;
+            let mut batch = merge(batches);
+            if let Some((offset, data)) = plan.chunk {
+                counters.bytes = data.len() as u64;
+                batch.chunks.push(RawChunkRow {
+                    file_key: file.file_key,
+                    generation: batch.checkpoints.last().map_or(0, |c| c.generation),
+                    offset,
+                    data,
+                    received_at: 0,
+                });
+            }
+            Ok((batch, counters))
+        })
+        .await
+        .map_err(|e| AppendError::Internal(e.to_string()))?
+    }
+}
+
+/// What one append parses.
+struct Plan {
+    log: ReceivedLog,
+    resume: Resume,
+    /// The new bytes to archive, and their offset.
+    chunk: Option<(u64, Vec<u8>)>,
+    /// Lines skipped before parsing (too long to read back).
+    skipped_lines: u64,
+}
+
+impl Plan {
+    /// Parsing from the start of `bytes`, which are all new.
+    fn fresh(resume: Resume, bytes: Vec<u8>) -> Self {
+        Self {
+            log: ReceivedLog {
+                base: 0,
+                bytes: bytes.clone(),
+                head: Vec::new(),
+                before: Vec::new(),
+            },
+            resume,
+            chunk: Some((0, bytes)),
+            skipped_lines: 0,
+        }
+    }
+}
+
+/// The batches a reader sent, as one.
+fn merge(batches: Vec<Batch>) -> Batch {
+    let mut all = Batch::default();
+    for batch in batches {
+        all.retractions.extend(batch.retractions);
+        all.events.extend(batch.events);
+        all.turns.extend(batch.turns);
+        all.sessions.extend(batch.sessions);
+        all.chunks.extend(batch.chunks);
+        all.checkpoints.extend(batch.checkpoints);
+    }
+    all
+}
+
+/// The log a client names, as `source` sends it.
+fn describe(source: &str, log: &LogName) -> Result<LogFile, AppendError> {
+    if log.path.is_empty() || log.path.len() > MAX_PATH_BYTES || log.path.contains('\0') {
+        return Err(AppendError::Invalid(format!(
+            "path must be 1-{MAX_PATH_BYTES} bytes without NUL"
+        )));
+    }
+    files::describe_log(Path::new(&log.path), log.harness, source, Origin::Push, 0)
+        .map_err(|e| AppendError::Invalid(e.to_string()))
+}
+
+fn status_of(log: &LogName, checkpoint: Option<&CheckpointRow>) -> LogStatus {
+    let hex = |hash: u64| format!("{hash:016x}");
+    LogStatus {
+        harness: log.harness,
+        path: log.path.clone(),
+        received: checkpoint.map_or(0, |c| c.received),
+        parsed: checkpoint.map_or(0, |c| c.offset),
+        generation: checkpoint.map_or(0, |c| c.generation),
+        head_hash: checkpoint.map(|c| hex(c.head_hash)),
+        tail_hash: checkpoint.map(|c| hex(c.tail_hash)),
+    }
+}
+
+#[derive(Debug, clickhouse::Row, Deserialize)]
+struct ArchivedChunk {
+    offset: u64,
+    #[serde(with = "serde_bytes")]
+    data: Vec<u8>,
+}
+
+/// The archived bytes `[from, to)` of a log's generation.
+pub(crate) async fn read_archive(
+    db: &Db,
+    file_key: u64,
+    generation: u32,
+    from: u64,
+    to: u64,
+) -> Result<Vec<u8>, AppendError> {
+    if from >= to {
+        return Ok(Vec::new());
+    }
+    let chunks: Vec<ArchivedChunk> = db
+        .read(
+            "ingest_archive",
+            "SELECT offset, data FROM raw_chunks FINAL \
+             WHERE file_key = {f:UInt64} AND generation = {g:UInt32} \
+               AND offset < {to:UInt64} AND offset + length(data) > {from:UInt64} \
+             ORDER BY offset",
+        )
+        .param("f", file_key)
+        .param("g", generation)
+        .param("from", from)
+        .param("to", to)
+        .fetch_all(db, db.default_deadline())
+        .await?;
+    let mut out = Vec::with_capacity((to - from) as usize);
+    let mut at = from;
+    for chunk in chunks {
+        let end = chunk.offset + chunk.data.len() as u64;
+        if chunk.offset > at || end <= at {
+            break;
+        }
+        let start = (at - chunk.offset) as usize;
+        let stop = (end.min(to) - chunk.offset) as usize;
+        out.extend_from_slice(&chunk.data[start..stop]);
+        at = end.min(to);
+        if at == to {
+            break;
+        }
+    }
+    if at != to {
+        return Err(AppendError::Internal(format!(
+            "the archive of log {file_key:016x} lacks bytes {at}..{to}"
+        )));
+    }
+    Ok(out)
+}
+
+/// Sets the last-push gauges from the checkpoints (best effort, at start-up), so a source that
+/// went quiet before a restart still shows as quiet.
+pub(crate) async fn restore_push_metrics(db: Db) {
+    let last: Result<Vec<(String, i64)>, DbError> = db
+        .read(
+            "ingest_last_pushes",
+            "SELECT toString(source), toUnixTimestamp64Milli(max(updated_at)) \
+             FROM ingest_checkpoints FINAL WHERE origin = 'push' GROUP BY source",
+        )
+        .fetch_all(&db, db.default_deadline())
+        .await;
+    match last {
+        Ok(rows) => {
+            for (source, ms) in rows {
+                db.metrics().restore_last_push(&source, ms as f64 / 1000.0);
+            }
+        }
+        Err(error) => tracing::debug!(%error, "could not read the last pushes"),
+    }
+}

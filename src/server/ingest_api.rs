@@ -1,0 +1,317 @@
+//! The ingest API: `POST /ingest/v1/status` (where each log stands) and `POST
+//! /ingest/v1/append` (bytes of one log from an offset, gzip- or zstd-encoded), for tokens with
+//! the `ingest` scope. Bounded: a size limit per request before and after decoding (413), and a
+//! few requests at a time (429 with `Retry-After`), so ingest never starves searches.
+
+use std::io::Read;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Extension, Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use serde::Deserialize;
+use serde_json::json;
+use tokio::sync::Semaphore;
+
+use crate::auth::{self, Caller};
+use crate::db::DbError;
+use crate::ingest::push::{Append, AppendError, LogName, MAX_STATUS_FILES, PushIngest};
+use crate::metrics::Metrics;
+use crate::vocab::Harness;
+
+/// The source recorded for pushes to a server without tokens, when the client names none.
+const DEFAULT_SOURCE: &str = "push";
+/// Seconds a refused client waits before trying again.
+const RETRY_AFTER_BUSY: &str = "1";
+const RETRY_AFTER_BACKEND: &str = "5";
+
+/// What the ingest routes share.
+#[derive(Clone)]
+pub(crate) struct IngestApi {
+    pub(crate) push: Arc<PushIngest>,
+    /// Requests handled at once.
+    pub(crate) slots: Arc<Semaphore>,
+    pub(crate) max_decoded_bytes: usize,
+    pub(crate) metrics: Metrics,
+}
+
+/// The ingest routes (authentication is layered on by the caller).
+pub(crate) fn routes(api: IngestApi) -> Router {
+    Router::new()
+        .route("/ingest/v1/status", post(status_post))
+        .route("/ingest/v1/append", post(append_post))
+        .with_state(api)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StatusRequest {
+    files: Vec<LogName>,
+    #[serde(default)]
+    source: Option<String>,
+}
+
+async fn status_post(
+    State(api): State<IngestApi>,
+    Extension(caller): Extension<Caller>,
+    body: Bytes,
+) -> Response {
+    let request: StatusRequest = match serde_json::from_slice(&body) {
+        Ok(request) => request,
+        Err(error) => return invalid(&format!("the body is not a status request: {error}")),
+    };
+    if request.files.len() > MAX_STATUS_FILES {
+        return invalid(&format!(
+            "at most {MAX_STATUS_FILES} files per status request"
+        ));
+    }
+    let source = match source_of(&caller, request.source.as_deref()) {
+        Ok(source) => source,
+        Err(refused) => return refused.into_response(),
+    };
+    let Ok(_slot) = api.slots.clone().try_acquire_owned() else {
+        api.metrics.observe_ingest("busy");
+        return busy();
+    };
+    match api.push.status(&source, &request.files).await {
+        Ok(files) => axum::Json(json!({ "source": source, "files": files })).into_response(),
+        Err(error) => refused(&api.metrics, error),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AppendParams {
+    harness: Harness,
+    path: String,
+    offset: u64,
+    #[serde(default)]
+    replace: bool,
+    #[serde(default)]
+    source: Option<String>,
+}
+
+async fn append_post(
+    State(api): State<IngestApi>,
+    Extension(caller): Extension<Caller>,
+    params: Result<Query<AppendParams>, axum::extract::rejection::QueryRejection>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let Query(params) = match params {
+        Ok(params) => params,
+        Err(rejection) => {
+            api.metrics.observe_ingest("invalid");
+            return invalid(&rejection.body_text());
+        }
+    };
+    let source = match source_of(&caller, params.source.as_deref()) {
+        Ok(source) => source,
+        Err(refused) => return refused.into_response(),
+    };
+    let Ok(_slot) = api.slots.clone().try_acquire_owned() else {
+        api.metrics.observe_ingest("busy");
+        return busy();
+    };
+    let bytes = match decode(&headers, &body, api.max_decoded_bytes).await {
+        Ok(bytes) => bytes,
+        Err(refused) => {
+            let outcome = if matches!(refused, Refusal::TooLarge(_)) {
+                "too_large"
+            } else {
+                "invalid"
+            };
+            api.metrics.observe_ingest(outcome);
+            return refused.into_response();
+        }
+    };
+    let log = LogName {
+        harness: params.harness,
+        path: params.path,
+    };
+    let append = Append {
+        source: &source,
+        log: &log,
+        offset: params.offset,
+        replace: params.replace,
+        bytes: &bytes,
+    };
+    match api.push.append(append).await {
+        Ok(appended) => {
+            let outcome = if appended.duplicate {
+                "duplicate"
+            } else {
+                "ok"
+            };
+            api.metrics.observe_ingest(outcome);
+            if !appended.duplicate {
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0.0, |d| d.as_secs_f64());
+                api.metrics
+                    .ingested(&source, appended.bytes, appended.events, now);
+            }
+            axum::Json(appended).into_response()
+        }
+        Err(error) => refused(&api.metrics, error),
+    }
+}
+
+/// A request refused before it reaches the archive.
+enum Refusal {
+    Forbidden(String),
+    Invalid(String),
+    Unsupported(String),
+    TooLarge(usize),
+}
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        match self {
+            Self::Forbidden(message) => auth::forbidden(&message),
+            Self::Invalid(message) => invalid(&message),
+            Self::Unsupported(encoding) => (
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                axum::Json(json!({
+                    "error": "unsupported_encoding",
+                    "message": format!("Content-Encoding {encoding:?} is not identity, gzip or zstd"),
+                })),
+            )
+                .into_response(),
+            Self::TooLarge(limit) => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                axum::Json(json!({
+                    "error": "payload_too_large",
+                    "message": format!("decoded request bodies are limited to {limit} bytes"),
+                })),
+            )
+                .into_response(),
+        }
+    }
+}
+
+/// The source a caller writes as: its token's, or (without tokens) the one it names.
+fn source_of(caller: &Caller, asked: Option<&str>) -> Result<String, Refusal> {
+    match (&caller.ingest_source, asked) {
+        (Some(own), Some(asked)) if own != asked => Err(Refusal::Forbidden(format!(
+            "token {:?} writes as source {own:?}, not {asked:?}",
+            caller.name
+        ))),
+        (Some(own), _) => Ok(own.clone()),
+        (None, Some(asked)) if crate::config::is_source_name(asked) => Ok(asked.to_owned()),
+        (None, Some(asked)) => Err(Refusal::Invalid(format!("{asked:?} is not a source name"))),
+        (None, None) => Ok(DEFAULT_SOURCE.to_owned()),
+    }
+}
+
+/// The request body, decoded per `Content-Encoding` (identity, gzip or zstd), within `limit`.
+async fn decode(headers: &HeaderMap, body: &Bytes, limit: usize) -> Result<Vec<u8>, Refusal> {
+    let encoding = headers
+        .get(header::CONTENT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("identity")
+        .trim()
+        .to_ascii_lowercase();
+    if !matches!(encoding.as_str(), "identity" | "gzip" | "x-gzip" | "zstd") {
+        return Err(Refusal::Unsupported(encoding));
+    }
+    let body = body.clone();
+    let decoded = tokio::task::spawn_blocking(move || {
+        let mut out = Vec::new();
+        let bound = limit as u64 + 1;
+        let read = match encoding.as_str() {
+            "identity" => (&body[..]).take(bound).read_to_end(&mut out),
+            "zstd" => zstd::stream::read::Decoder::new(&body[..])
+                .and_then(|decoder| decoder.take(bound).read_to_end(&mut out)),
+            _ => flate2::read::GzDecoder::new(&body[..])
+                .take(bound)
+                .read_to_end(&mut out),
+        };
+        read.map(|_| out)
+    })
+    .await
+    .map_err(|_| Refusal::Invalid("the body could not be decoded".into()))?;
+    match decoded {
+        Ok(bytes) if bytes.len() > limit => Err(Refusal::TooLarge(limit)),
+        Ok(bytes) => Ok(bytes),
+        Err(error) => Err(Refusal::Invalid(format!(
+            "the body could not be decoded: {error}"
+        ))),
+    }
+}
+
+/// The answer to a refused append or status request.
+fn refused(metrics: &Metrics, error: AppendError) -> Response {
+    let (status, code, outcome) = match &error {
+        AppendError::Invalid(_) => (StatusCode::BAD_REQUEST, "invalid_request", "invalid"),
+        AppendError::OffsetMismatch { .. } => {
+            (StatusCode::CONFLICT, "offset_mismatch", "offset_mismatch")
+        }
+        AppendError::ContentMismatch { .. } => {
+            (StatusCode::CONFLICT, "content_mismatch", "content_mismatch")
+        }
+        AppendError::Db(DbError::Busy | DbError::Deadline | DbError::Unavailable(_)) => {
+            (StatusCode::SERVICE_UNAVAILABLE, "unavailable", "failed")
+        }
+        AppendError::Db(_) | AppendError::Internal(_) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal_error",
+            "failed",
+        ),
+    };
+    metrics.observe_ingest(outcome);
+    let mut body = json!({ "error": code, "message": error.to_string() });
+    match &error {
+        AppendError::OffsetMismatch {
+            received,
+            generation,
+        }
+        | AppendError::ContentMismatch {
+            received,
+            generation,
+        } => {
+            body["received"] = json!(received);
+            body["generation"] = json!(generation);
+        }
+        AppendError::Db(detail) => {
+            tracing::warn!(error = %detail, "an ingest request failed");
+            body["message"] = json!("the session store is unavailable; retry shortly");
+        }
+        AppendError::Internal(detail) => {
+            tracing::warn!(error = %detail, "an ingest request failed");
+            body["message"] = json!("internal error; the server log has the details");
+        }
+        AppendError::Invalid(_) => {}
+    }
+    let mut response = (status, axum::Json(body)).into_response();
+    if status == StatusCode::SERVICE_UNAVAILABLE {
+        response.headers_mut().insert(
+            header::RETRY_AFTER,
+            header::HeaderValue::from_static(RETRY_AFTER_BACKEND),
+        );
+    }
+    response
+}
+
+fn invalid(message: &str) -> Response {
+    (
+        StatusCode::BAD_REQUEST,
+        axum::Json(json!({ "error": "invalid_request", "message": message })),
+    )
+        .into_response()
+}
+
+fn busy() -> Response {
+    (
+        StatusCode::TOO_MANY_REQUESTS,
+        [(header::RETRY_AFTER, RETRY_AFTER_BUSY)],
+        axum::Json(json!({
+            "error": "busy",
+            "message": "the server is handling as many ingest requests as it takes; retry shortly",
+        })),
+    )
+        .into_response()
+}
