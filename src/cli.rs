@@ -81,6 +81,8 @@ enum Command {
         #[arg(long)]
         url: Option<String>,
     },
+    /// Send this machine's session logs to a remote moraine-mcp (its ingest API).
+    Push(crate::push::PushArgs),
     /// Ingest session logs: the given files and directories, or the configured sources.
     Ingest {
         /// Log files or directories; none means the configured sources (~/.codex, ~/.claude).
@@ -190,6 +192,7 @@ async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
         }
         Command::Up { no_ingest, .. } => up::run(config, no_ingest).await,
         Command::Healthcheck { url } => healthcheck(&config, url).await,
+        Command::Push(args) => crate::push::run(args, config).await,
         #[cfg(feature = "bench")]
         Command::Bench(args) => crate::bench::run(args, config).await,
         Command::Ingest {

@@ -30,6 +30,7 @@ pub mod ingest;
 pub(crate) mod mcp;
 pub mod metrics;
 pub mod migrate;
+pub mod push;
 pub mod rows;
 pub(crate) mod server;
 pub(crate) mod telemetry;

@@ -25,7 +25,7 @@ use serde_json::{Map, Value};
 use crate::auth::Caller;
 use crate::config::Config;
 use crate::db::Db;
-use context::{Answer, Context, Tool};
+use context::{Answer, Context, Tool, Visibility};
 use envelope::{Envelope, ErrorEnvelope, Performance, ToolError};
 use list::ListSessions;
 use open::Open;
@@ -171,10 +171,11 @@ impl Call<'_> {
     async fn answer<T: Tool>(self, args: T::Args) -> CallToolResult {
         let budget = T::budget(&self.ctx.config);
         let deadline = self.started + Duration::from_millis(budget.deadline_ms);
+        let visible = Visibility::of(self.caller);
         let work = self
             .ctx
             .db
-            .with_one_queue_wait(T::run(self.ctx, args, deadline));
+            .with_one_queue_wait(T::run(self.ctx, &visible, args, deadline));
         let outcome = tokio::time::timeout_at(deadline.into(), work)
             .await
             .unwrap_or(Err(ToolError::Deadline));

@@ -42,9 +42,10 @@ pub(crate) trait Tool {
     fn input_rules() -> InputRules;
     /// The call's deadline and the SLA target reported when it fails.
     fn budget(config: &Config) -> Budget;
-    /// Answers a call.
+    /// Answers a call of a caller who sees `visible`.
     fn run(
         ctx: &Context,
+        visible: &Visibility,
         args: Self::Args,
         deadline: Instant,
     ) -> impl Future<Output = Result<Answer<Self>, ToolError>> + Send;
@@ -90,6 +91,50 @@ pub(crate) struct Answer<T: Tool + ?Sized> {
     /// The spec's target for the kind of request this was.
     pub sla_target_ms: u64,
 }
+
+/// The sessions a caller may see: every one, or those of some sources. Other sessions do not
+/// exist for the caller: not in hits, counts, pages, cursors or traversal links.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Visibility {
+    All,
+    Sources(Arc<[String]>),
+}
+
+impl Visibility {
+    pub(crate) fn of(caller: &Caller) -> Self {
+        match &caller.read_sources {
+            None => Self::All,
+            Some(sources) => Self::Sources(sources.clone()),
+        }
+    }
+
+    /// The visible sources, for the `{visible:Array(String)}` parameter (empty for all).
+    pub(crate) fn sources(&self) -> &[String] {
+        match self {
+            Self::All => &[],
+            Self::Sources(sources) => sources,
+        }
+    }
+
+    /// `fragment` (a condition that binds `{visible:Array(String)}`) when restricted.
+    pub(crate) fn filter(&self, fragment: &'static str) -> &'static str {
+        match self {
+            Self::All => "",
+            Self::Sources(_) => fragment,
+        }
+    }
+
+    /// Whether a session of `source` is visible.
+    pub(crate) fn shows(&self, source: &str) -> bool {
+        match self {
+            Self::All => true,
+            Self::Sources(sources) => sources.iter().any(|s| s == source),
+        }
+    }
+}
+
+/// Restricts a statement on a table with a `session_key` to visible sessions.
+pub(crate) const VISIBLE_SESSION_KEY: &str = "AND session_key IN (SELECT session_key FROM sessions FINAL WHERE source IN {visible:Array(String)})";
 
 /// A call's time limits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -12,7 +12,7 @@ use jsonschema::error::ValidationErrorKind;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::context::{Answer, Budget, Context, Tool, optional_integer};
+use super::context::{Answer, Budget, Context, Tool, Visibility, optional_integer};
 use super::envelope::ToolError;
 use super::schema::{self, DATETIME_PATTERN, InputRules};
 use crate::config::Config;
@@ -154,7 +154,12 @@ impl Tool for ListSessions {
         }
     }
 
-    async fn run(ctx: &Context, args: Args, deadline: Instant) -> Result<Answer<Self>, ToolError> {
+    async fn run(
+        ctx: &Context,
+        visible: &Visibility,
+        args: Args,
+        deadline: Instant,
+    ) -> Result<Answer<Self>, ToolError> {
         let request = args.canonical();
         let start = parse_datetime("start_datetime", &request.start_datetime)?;
         let end = parse_datetime("end_datetime", &request.end_datetime)?;
@@ -164,13 +169,13 @@ impl Tool for ListSessions {
                 "end_datetime must be later than start_datetime",
             ));
         }
-        let fingerprint = cursor::fingerprint(&request, start, end);
+        let fingerprint = cursor::fingerprint(&request, visible, start, end);
         let key = ctx.cursor_key().await?;
         let after = match &request.cursor {
             None => None,
             Some(token) => Some(cursor::verify(key, token, &fingerprint)?),
         };
-        let rows = page(ctx, &request, start, end, after.as_ref(), deadline).await?;
+        let rows = page(ctx, visible, &request, start, end, after.as_ref(), deadline).await?;
 
         let matching = rows.first().map_or(0, |r| r.matching);
         let truncated = rows.len() > request.limit as usize;
@@ -223,6 +228,7 @@ impl Tool for ListSessions {
 /// One page (plus one row, to tell whether more follow), after the cursor's position.
 async fn page(
     ctx: &Context,
+    visible: &Visibility,
     request: &ListRequest,
     start: i64,
     end: i64,
@@ -233,6 +239,7 @@ async fn page(
         (request.mode.is_some(), sql::FILTER_MODE),
         (request.harness.is_some(), sql::FILTER_HARNESS),
         (request.source.is_some(), sql::FILTER_SOURCE),
+        (visible != &Visibility::All, sql::FILTER_VISIBLE),
     ]
     .into_iter()
     .filter_map(|(present, fragment)| present.then_some(fragment))
@@ -258,6 +265,7 @@ async fn page(
         .param("mode", request.mode.map_or("", SessionMode::as_str))
         .param("harness", request.harness.as_deref().unwrap_or(""))
         .param("source", request.source.as_deref().unwrap_or(""))
+        .param("visible", visible.sources())
         .param("after_ts", sql::db_time(after.map_or(0, |c| c.t)))
         .param("after_key", after.map_or(0, |c| c.k))
         .param("limit", request.limit + 1)

@@ -14,7 +14,7 @@ use jsonschema::error::ValidationErrorKind;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::context::{Answer, Budget, Context, Tool, optional_integer};
+use super::context::{Answer, Budget, Context, Tool, Visibility, optional_integer};
 use super::envelope::ToolError;
 use super::schema::{ID_PATTERN, InputRules};
 use crate::config::Config;
@@ -103,7 +103,12 @@ impl Tool for Open {
         }
     }
 
-    async fn run(ctx: &Context, args: Args, deadline: Instant) -> Result<Answer<Self>, ToolError> {
+    async fn run(
+        ctx: &Context,
+        visible: &Visibility,
+        args: Args,
+        deadline: Instant,
+    ) -> Result<Answer<Self>, ToolError> {
         let request = OpenRequest {
             id: args.id,
             content_offset: args.content_offset.map(u64::from),
@@ -127,7 +132,7 @@ impl Tool for Open {
         let db = &ctx.db;
         let (data, sla_target_ms) = match id {
             Id::Session { session } => {
-                let view = open_session(db, session, deadline)
+                let view = open_session(db, visible, session, deadline)
                     .await?
                     .ok_or_else(|| not_found("session"))?;
                 let turns = view.turns.len();
@@ -139,7 +144,7 @@ impl Tool for Open {
                 (OpenData::Session(Box::new(view)), target)
             }
             Id::Turn { session, turn } => {
-                let view = open_turn(db, session, turn, deadline)
+                let view = open_turn(db, visible, session, turn, deadline)
                     .await?
                     .ok_or_else(|| not_found("turn"))?;
                 let target = scaled(sla.open_turn, view.events.len(), 100);
@@ -150,7 +155,7 @@ impl Tool for Open {
                     from: request.content_offset.unwrap_or(0),
                     chars: ctx.config.tools.open_content_chars as u64,
                 };
-                let (view, bytes) = open_event(db, session, event, window, deadline)
+                let (view, bytes) = open_event(db, visible, session, event, window, deadline)
                     .await?
                     .ok_or_else(|| not_found("event"))?;
                 let target = scaled(sla.open_event, bytes as usize, EVENT_TARGET_BYTES);
@@ -177,16 +182,20 @@ fn scaled(target_ms: u64, size: usize, covered: usize) -> u64 {
     target_ms * multiple
 }
 
-/// The session's row, which every kind of `open` shows.
+/// The session's row, which every kind of `open` shows; `None` when it does not exist for the
+/// caller.
 async fn session_row(
     db: &Db,
+    visible: &Visibility,
     session: u64,
     deadline: Instant,
 ) -> Result<Option<SessionRow>, DbError> {
-    db.read("open_session", sql::SESSION_SQL)
+    let row: Option<SessionRow> = db
+        .read("open_session", sql::SESSION_SQL)
         .param("s", session)
         .fetch_optional(db, deadline)
-        .await
+        .await?;
+    Ok(row.filter(|row| visible.shows(&row.source)))
 }
 
 /// The ID of the turn with `ordinal` among `turns`, if it is there.
@@ -199,16 +208,22 @@ fn turn_at(turns: &[TurnRow], session: u64, ordinal: u32) -> Option<String> {
 
 async fn open_session(
     db: &Db,
+    visible: &Visibility,
     session: u64,
     deadline: Instant,
 ) -> Result<Option<SessionView>, DbError> {
+    let neighbours_sql = crate::db::splice(
+        sql::NEIGHBOUR_SESSIONS_SQL,
+        &[("visible", visible.filter(sql::VISIBLE_SOURCE))],
+    );
     let (info, turns, neighbours) = tokio::try_join!(
-        session_row(db, session, deadline),
+        session_row(db, visible, session, deadline),
         db.read("open_session_turns", sql::SESSION_TURNS_SQL)
             .param("s", session)
             .fetch_all::<TurnRow>(db, deadline),
-        db.read("open_session_neighbours", sql::NEIGHBOUR_SESSIONS_SQL)
+        db.read("open_session_neighbours", &neighbours_sql)
             .param("s", session)
+            .param("visible", visible.sources())
             .fetch_optional::<(Option<u64>, Option<u64>)>(db, deadline),
     )?;
     let Some(info) = info else {
@@ -227,6 +242,7 @@ async fn open_session(
 
 async fn open_turn(
     db: &Db,
+    visible: &Visibility,
     session: u64,
     turn: u64,
     deadline: Instant,
@@ -235,7 +251,7 @@ async fn open_turn(
         return Ok(None);
     };
     let (info, turns, events) = tokio::try_join!(
-        session_row(db, session, deadline),
+        session_row(db, visible, session, deadline),
         db.read("open_turn", sql::TURN_AND_NEIGHBOURS_SQL)
             .param("s", session)
             .param("lo", turn.saturating_sub(1))
@@ -299,13 +315,14 @@ impl ContentWindow {
 /// The event, and the size of its content (text and arguments, in bytes).
 async fn open_event(
     db: &Db,
+    visible: &Visibility,
     session: u64,
     event: u64,
     window: ContentWindow,
     deadline: Instant,
 ) -> Result<Option<(EventView, u64)>, DbError> {
     let (info, turns, events) = tokio::try_join!(
-        session_row(db, session, deadline),
+        session_row(db, visible, session, deadline),
         db.read("open_event_turns", sql::EVENT_TURNS_SQL)
             .param("s", session)
             .param("e", event)

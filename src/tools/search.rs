@@ -18,7 +18,9 @@ use jsonschema::error::ValidationErrorKind;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::context::{Answer, Budget, Context, Tool, optional_integer};
+use super::context::{
+    Answer, Budget, Context, Tool, VISIBLE_SESSION_KEY, Visibility, optional_integer,
+};
 use super::envelope::{Performance, ToolError};
 use super::querylog;
 use super::schema::{self, ID_PATTERN, InputRules};
@@ -170,7 +172,12 @@ impl Tool for SearchSessions {
         }
     }
 
-    async fn run(ctx: &Context, args: Args, deadline: Instant) -> Result<Answer<Self>, ToolError> {
+    async fn run(
+        ctx: &Context,
+        visible: &Visibility,
+        args: Args,
+        deadline: Instant,
+    ) -> Result<Answer<Self>, ToolError> {
         let request = args.canonical();
         let scope = Scope::of(request.within_id.as_deref())?;
         let sla_target_ms = scope.sla_target(&ctx.config.sla, ctx.stats.documents());
@@ -182,7 +189,7 @@ impl Tool for SearchSessions {
         );
         if terms.is_empty() {
             scope
-                .ensure_exists(ctx, request.within_id.as_deref(), deadline)
+                .ensure_exists(ctx, visible, request.within_id.as_deref(), deadline)
                 .await?;
             warnings.push(
                 "the query has no searchable terms (words of at least two letters or digits)"
@@ -192,11 +199,19 @@ impl Tool for SearchSessions {
         }
         let hashes: Vec<u64> = terms.iter().map(|t| term_hash(t)).collect();
         let statistics = ctx.stats.for_terms(&ctx.db, &hashes, deadline).await?;
-        let (scored, truncated) =
-            score(ctx, &request, &scope, &hashes, &statistics, deadline).await?;
+        let (scored, truncated) = score(
+            ctx,
+            visible,
+            &request,
+            &scope,
+            &hashes,
+            &statistics,
+            deadline,
+        )
+        .await?;
         if scored.is_empty() {
             scope
-                .ensure_exists(ctx, request.within_id.as_deref(), deadline)
+                .ensure_exists(ctx, visible, request.within_id.as_deref(), deadline)
                 .await?;
             return Ok(answer(request, Vec::new(), false, warnings, sla_target_ms));
         }
@@ -321,6 +336,7 @@ impl Scope {
     async fn ensure_exists(
         self,
         ctx: &Context,
+        visible: &Visibility,
         within_id: Option<&str>,
         deadline: Instant,
     ) -> Result<(), ToolError> {
@@ -329,11 +345,16 @@ impl Scope {
             Self::Session { session } => (session, 1, IdKind::Session),
             Self::Turn { session, ordinal } => (session, ordinal, IdKind::Turn),
         };
+        let statement = crate::db::splice(
+            sql::SCOPE_EXISTS_SQL,
+            &[("visible", visible.filter(VISIBLE_SESSION_KEY))],
+        );
         let count: Option<u64> = ctx
             .db
-            .read("search_scope", sql::SCOPE_EXISTS_SQL)
+            .read("search_scope", &statement)
             .param("s", session)
             .param("t", ordinal)
+            .param("visible", visible.sources())
             .fetch_optional(&ctx.db, deadline)
             .await?;
         if count.unwrap_or(0) == 0 {
@@ -362,6 +383,7 @@ fn bounded_terms(query: &str, max_terms: usize, warnings: &mut Vec<String>) -> V
 /// The top `n_hits` documents by BM25, and whether more matched.
 async fn score(
     ctx: &Context,
+    visible: &Visibility,
     request: &SearchRequest,
     scope: &Scope,
     hashes: &[u64],
@@ -385,6 +407,7 @@ async fn score(
     if request.source.is_some() {
         fragments.push(sql::FILTER_SOURCE);
     }
+    fragments.push(visible.filter(sql::FILTER_VISIBLE));
     let statement = ScoreShape::for_terms(hashes.len()).sql(&fragments.join(" "));
     let bm25 = &ctx.config.bm25;
     let mut scored: Vec<Scored> = ctx
@@ -401,6 +424,7 @@ async fn score(
         .param("t", turn)
         .param("harness", request.harness.as_deref().unwrap_or(""))
         .param("source", request.source.as_deref().unwrap_or(""))
+        .param("visible", visible.sources())
         .fetch_all(&ctx.db, deadline)
         .await?;
     let truncated = scored.len() > request.n_hits as usize;

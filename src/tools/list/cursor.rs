@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
 use super::wire::ListRequest;
+use crate::tools::context::Visibility;
 use crate::tools::envelope::ToolError;
 
 /// Where the previous page ended, signed so it cannot be forged or reused with other filters.
@@ -24,9 +25,15 @@ pub(super) struct CursorBody {
     pub n: u32,
 }
 
-/// Binds a cursor to the instants (not the spelling) of the window, and to filters and sort.
-pub(super) fn fingerprint(request: &ListRequest, start: i64, end: i64) -> String {
-    let canonical = serde_json::json!([
+/// Binds a cursor to the instants (not the spelling) of the window, to filters and sort, and
+/// to what the caller may see (so a cursor tells nothing to another token).
+pub(super) fn fingerprint(
+    request: &ListRequest,
+    visible: &Visibility,
+    start: i64,
+    end: i64,
+) -> String {
+    let mut canonical = serde_json::json!([
         start,
         end,
         request.mode,
@@ -34,6 +41,14 @@ pub(super) fn fingerprint(request: &ListRequest, start: i64, end: i64) -> String
         request.harness,
         request.source
     ]);
+    if let Visibility::Sources(sources) = visible {
+        let mut sources = sources.to_vec();
+        sources.sort();
+        canonical
+            .as_array_mut()
+            .expect("an array")
+            .push(serde_json::json!(sources));
+    }
     let digest = <Sha256 as sha2::Digest>::digest(canonical.to_string().as_bytes());
     URL_SAFE_NO_PAD.encode(&digest[..12])
 }
@@ -125,12 +140,15 @@ mod tests {
         };
         let start = rfc3339_ms(&request.start_datetime).unwrap();
         let end = rfc3339_ms(&request.end_datetime).unwrap();
-        let f1 = fingerprint(&request, start, end);
+        let all = Visibility::All;
+        let f1 = fingerprint(&request, &all, start, end);
         request.start_datetime = "2026-04-30T13:00:00Z".into();
         let start2 = rfc3339_ms(&request.start_datetime).unwrap();
         assert_eq!(start, start2);
-        assert_eq!(f1, fingerprint(&request, start2, end));
+        assert_eq!(f1, fingerprint(&request, &all, start2, end));
+        let limited = Visibility::Sources(std::sync::Arc::from(vec!["a".to_owned()]));
+        assert_ne!(f1, fingerprint(&request, &limited, start2, end));
         request.sort = SortOrder::Asc;
-        assert_ne!(f1, fingerprint(&request, start2, end));
+        assert_ne!(f1, fingerprint(&request, &all, start2, end));
     }
 }

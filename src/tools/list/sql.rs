@@ -17,6 +17,8 @@ LIMIT {limit:UInt32}";
 pub(super) const FILTER_MODE: &str = "AND mode = {mode:String}";
 pub(super) const FILTER_HARNESS: &str = "AND harness = {harness:String}";
 pub(super) const FILTER_SOURCE: &str = "AND source = {source:String}";
+/// Only sessions the caller may see (see `Visibility`).
+pub(super) const FILTER_VISIBLE: &str = "AND source IN {visible:Array(String)}";
 pub(super) const AFTER_DESC: &str =
     "AND (updated_at, session_key) < ({after_ts:DateTime64(3, 'UTC')}, {after_key:UInt64})";
 pub(super) const AFTER_ASC: &str =

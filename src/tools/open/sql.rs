@@ -11,12 +11,16 @@ pub(super) const SESSION_SQL: &str =
 pub(super) const SESSION_TURNS_SQL: &str =
     "SELECT ?fields FROM turns FINAL WHERE session_key = {s:UInt64} ORDER BY ordinal";
 
-/// The sessions that started just before and just after one.
+/// The sessions that started just before and just after one (`«visible»`: a fragment that
+/// keeps to the sessions the caller may see).
 pub(super) const NEIGHBOUR_SESSIONS_SQL: &str = "
 WITH (SELECT (started_at, session_key) FROM sessions FINAL WHERE session_key = {s:UInt64}) AS me
 SELECT
-    (SELECT session_key FROM sessions FINAL WHERE (started_at, session_key) < me ORDER BY started_at DESC, session_key DESC LIMIT 1),
-    (SELECT session_key FROM sessions FINAL WHERE (started_at, session_key) > me ORDER BY started_at ASC, session_key ASC LIMIT 1)";
+    (SELECT session_key FROM sessions FINAL WHERE (started_at, session_key) < me «visible» ORDER BY started_at DESC, session_key DESC LIMIT 1),
+    (SELECT session_key FROM sessions FINAL WHERE (started_at, session_key) > me «visible» ORDER BY started_at ASC, session_key ASC LIMIT 1)";
+
+/// Neighbours only among the sessions the caller may see.
+pub(super) const VISIBLE_SOURCE: &str = "AND source IN {visible:Array(String)}";
 
 /// A turn and its neighbours: turn IDs carry the ordinal, so all three are one range read.
 pub(super) const TURN_AND_NEIGHBOURS_SQL: &str = "SELECT ?fields FROM turns FINAL WHERE session_key = {s:UInt64} \

@@ -23,6 +23,9 @@ pub(super) const SCOPE_SESSION: &str = "AND sess = {s:UInt64}";
 pub(super) const SCOPE_TURN: &str = "AND sess = {s:UInt64} AND turn = {t:UInt32}";
 pub(super) const FILTER_HARNESS: &str =
     "AND sess IN (SELECT session_key FROM sessions FINAL WHERE harness = {harness:String})";
+/// Only sessions the caller may see (see `Visibility`).
+pub(super) const FILTER_VISIBLE: &str =
+    "AND sess IN (SELECT session_key FROM sessions FINAL WHERE source IN {visible:Array(String)})";
 pub(super) const FILTER_SOURCE: &str =
     "AND sess IN (SELECT session_key FROM sessions FINAL WHERE source = {source:String})";
 
@@ -190,7 +193,7 @@ impl From<DetailRow> for Detail {
 /// nothing matched, so scoped searches that find something take no extra round trip.
 /// (A session exists when its first turn does.)
 pub(super) const SCOPE_EXISTS_SQL: &str =
-    "SELECT count() FROM turns WHERE session_key = {s:UInt64} AND ordinal = {t:UInt32}";
+    "SELECT count() FROM turns WHERE session_key = {s:UInt64} AND ordinal = {t:UInt32} «visible»";
 
 #[cfg(test)]
 mod tests {

@@ -1,0 +1,414 @@
+//! `moraine-mcp push`: sends this machine's agent logs to a remote moraine-mcp's ingest API.
+//!
+//! For every log it asks the server where the log stands, checks that the local file still
+//! starts with what was sent (else the file was replaced and is sent again from the start), and
+//! sends what is new in bounded, zstd-compressed chunks. Connection errors, 429 and 503 are
+//! retried with growing pauses (and the server's `Retry-After`); a server that restarts
+//! mid-push is resumed from where it stands. `--watch` keeps following the logs.
+
+mod client;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+
+use crate::config::Config;
+use crate::ingest::files::{self, LogFile};
+use crate::ingest::push::{Appended, LogName, LogStatus};
+use crate::ingest::reader::{DiskLog, LogBytes};
+use crate::vocab::Harness;
+use client::{Client, Failure};
+
+/// Most logs asked about in one status request.
+const STATUS_BATCH: usize = 1000;
+/// The smallest chunk a 413 can shrink the chunk size to.
+const MIN_CHUNK_BYTES: usize = 64 * 1024;
+
+#[derive(Debug, clap::Args)]
+pub struct PushArgs {
+    /// Log files or directories; none means the configured sources (~/.codex, ~/.claude).
+    paths: Vec<PathBuf>,
+    /// The moraine-mcp server, e.g. https://moraine.example.com.
+    #[arg(long, env = "MORAINE_MCP_PUSH_SERVER")]
+    server: String,
+    /// A token of the server with the ingest scope.
+    #[arg(long, env = "MORAINE_MCP_PUSH_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// The harness that wrote the given files (default: detect).
+    #[arg(long, value_enum)]
+    harness: Option<Harness>,
+    /// Source name, for a server without tokens (with tokens, the token's source is used).
+    #[arg(long)]
+    source: Option<String>,
+    /// Keep following the logs (new files, appends) until stopped.
+    #[arg(long)]
+    watch: bool,
+    /// With --watch: seconds between looks at the logs.
+    #[arg(long, default_value_t = 2)]
+    interval: u64,
+    /// Largest chunk sent at once, in bytes (before compression).
+    #[arg(long, default_value_t = 4 * 1024 * 1024)]
+    chunk_bytes: usize,
+    /// How long to keep retrying an unreachable or overloaded server, in seconds.
+    #[arg(long, default_value_t = 600)]
+    retry_for: u64,
+    /// Hide the progress bar.
+    #[arg(long)]
+    no_progress: bool,
+}
+
+/// What a push did.
+#[derive(Debug, Default, Clone)]
+pub struct PushSummary {
+    pub files: usize,
+    pub sent: usize,
+    pub unchanged: usize,
+    pub replaced: usize,
+    pub failed: usize,
+    pub bytes: u64,
+    pub compressed: u64,
+    pub events: u64,
+    pub sessions: u64,
+    pub malformed: u64,
+    pub redactions: u64,
+    pub elapsed: Duration,
+}
+
+impl PushSummary {
+    fn add(&mut self, appended: &Appended) {
+        self.events += appended.events;
+        self.sessions += appended.sessions;
+        self.malformed += appended.malformed;
+        self.redactions += appended.redactions;
+    }
+}
+
+impl std::fmt::Display for PushSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let seconds = self.elapsed.as_secs_f64().max(1e-9);
+        write!(
+            f,
+            "{} files ({} sent, {} unchanged, {} sent again from the start, {} failed); \
+             {:.1} MiB as {:.1} MiB compressed, {} events written, {} sessions touched, \
+             {} malformed lines, {} redactions; in {:.2} s ({:.0} events/s)",
+            self.files,
+            self.sent,
+            self.unchanged,
+            self.replaced,
+            self.failed,
+            self.bytes as f64 / (1024.0 * 1024.0),
+            self.compressed as f64 / (1024.0 * 1024.0),
+            self.events,
+            self.sessions,
+            self.malformed,
+            self.redactions,
+            seconds,
+            self.events as f64 / seconds,
+        )
+    }
+}
+
+/// Runs `moraine-mcp push`.
+pub async fn run(args: PushArgs, config: Config) -> anyhow::Result<ExitCode> {
+    let client = Client::new(
+        &args.server,
+        args.token.as_deref(),
+        args.source.as_deref(),
+        Duration::from_secs(args.retry_for),
+    )?;
+    if !args.watch {
+        let logs = discover(&args, &config);
+        if logs.is_empty() {
+            eprintln!("no session logs found");
+            return Ok(ExitCode::SUCCESS);
+        }
+        let summary = push_logs(&client, &logs, args.chunk_bytes, !args.no_progress).await?;
+        println!("pushed {summary}");
+        return Ok(if summary.failed > 0 {
+            ExitCode::FAILURE
+        } else {
+            ExitCode::SUCCESS
+        });
+    }
+    watch(&client, &args, &config).await
+}
+
+/// The logs to push: the given paths, or the configured sources.
+fn discover(args: &PushArgs, config: &Config) -> Vec<LogFile> {
+    let (logs, problems) = if args.paths.is_empty() {
+        files::from_sources(&config.ingest.sources)
+    } else {
+        files::from_paths(&args.paths, args.harness, None)
+    };
+    for problem in &problems {
+        eprintln!("warning: {problem}");
+    }
+    logs
+}
+
+/// Pushes every log once.
+pub async fn push_logs(
+    client: &Client,
+    logs: &[LogFile],
+    chunk_bytes: usize,
+    show_progress: bool,
+) -> anyhow::Result<PushSummary> {
+    let started = Instant::now();
+    let mut summary = PushSummary {
+        files: logs.len(),
+        ..PushSummary::default()
+    };
+    let statuses = statuses(client, logs).await?;
+    let total: u64 = logs
+        .iter()
+        .zip(&statuses)
+        .map(|(log, status)| log.size.saturating_sub(status.received))
+        .sum();
+    let progress = progress_bar(total, show_progress);
+    let mut sender = Sender {
+        client,
+        chunk_bytes,
+        progress: &progress,
+    };
+    for (log, status) in logs.iter().zip(statuses) {
+        match sender.sync(log, status, &mut summary).await {
+            Ok(()) => {}
+            Err(Failure::Fatal(error)) => {
+                progress.finish_and_clear();
+                return Err(error);
+            }
+            Err(Failure::Log(error)) => {
+                summary.failed += 1;
+                eprintln!("warning: {}: {error:#}", log.path.display());
+            }
+        }
+    }
+    progress.finish_and_clear();
+    summary.elapsed = started.elapsed();
+    Ok(summary)
+}
+
+/// Keeps pushing until stopped: looks at the known logs' sizes every `interval`, and for new
+/// logs every tenth look. Only logs that grew (or shrank) are sent; the server is asked where
+/// a log stands only when it is first seen or after a refusal.
+async fn watch(client: &Client, args: &PushArgs, config: &Config) -> anyhow::Result<ExitCode> {
+    let interval = Duration::from_secs(args.interval.max(1));
+    let stop = tokio::signal::ctrl_c();
+    tokio::pin!(stop);
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    eprintln!("pushing to {} until stopped", args.server);
+    // The size each known log had when it was last pushed in full.
+    let mut pushed: HashMap<PathBuf, u64> = HashMap::new();
+    let mut logs: Vec<LogFile> = Vec::new();
+    for round in 0u64.. {
+        if round % 10 == 0 {
+            logs = discover(args, config);
+        }
+        let due: Vec<LogFile> = logs
+            .iter()
+            .filter_map(|log| {
+                let size = std::fs::metadata(&log.path).ok()?.len();
+                (pushed.get(&log.path) != Some(&size)).then(|| LogFile {
+                    size,
+                    ..log.clone()
+                })
+            })
+            .collect();
+        if !due.is_empty() {
+            match push_logs(client, &due, args.chunk_bytes, false).await {
+                Ok(summary) => {
+                    if summary.events > 0 || summary.failed > 0 {
+                        eprintln!("pushed {summary}");
+                    }
+                    for log in &due {
+                        pushed.insert(log.path.clone(), log.size);
+                    }
+                }
+                Err(error) => eprintln!("warning: push failed, retrying: {error:#}"),
+            }
+        }
+        tokio::select! {
+            _ = &mut stop => break,
+            _ = term.recv() => break,
+            () = tokio::time::sleep(interval) => {}
+        }
+    }
+    eprintln!("stopped");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Where each log stands on the server.
+async fn statuses(client: &Client, logs: &[LogFile]) -> anyhow::Result<Vec<LogStatus>> {
+    let mut out = Vec::with_capacity(logs.len());
+    for batch in logs.chunks(STATUS_BATCH) {
+        let names: Vec<LogName> = batch.iter().map(name_of).collect();
+        let statuses = client
+            .status(&names)
+            .await
+            .map_err(Failure::into_error)
+            .context("cannot ask the server where the logs stand")?;
+        anyhow::ensure!(
+            statuses.len() == names.len(),
+            "the server answered for {} of {} logs",
+            statuses.len(),
+            names.len()
+        );
+        out.extend(statuses);
+    }
+    Ok(out)
+}
+
+fn name_of(log: &LogFile) -> LogName {
+    LogName {
+        harness: log.harness,
+        path: log.path.to_string_lossy().into_owned(),
+    }
+}
+
+fn progress_bar(total: u64, show: bool) -> indicatif::ProgressBar {
+    if !show {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(total);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {wide_bar} {binary_bytes}/{binary_total_bytes} ({binary_bytes_per_sec}, {eta})",
+        )
+        .expect("valid template")
+        .progress_chars("=> "),
+    );
+    bar
+}
+
+/// Sends logs, one chunk at a time.
+struct Sender<'a> {
+    client: &'a Client,
+    chunk_bytes: usize,
+    progress: &'a indicatif::ProgressBar,
+}
+
+impl Sender<'_> {
+    /// Brings one log on the server up to its local end.
+    async fn sync(
+        &mut self,
+        log: &LogFile,
+        mut status: LogStatus,
+        summary: &mut PushSummary,
+    ) -> Result<(), Failure> {
+        let local = DiskLog::open(&log.path).map_err(|e| Failure::Log(e.into()))?;
+        let size = local.size();
+        let mut replace = !still_starts_with_what_was_sent(&local, &status)
+            .map_err(|e| Failure::Log(e.into()))?;
+        if !replace && status.received >= size {
+            summary.unchanged += 1;
+            return Ok(());
+        }
+        if replace {
+            summary.replaced += 1;
+            status.received = 0;
+        }
+        summary.sent += 1;
+        let name = name_of(log);
+        let mut offset = status.received;
+        let mut chunk_bytes = self.chunk_bytes;
+        while offset < size {
+            let chunk = read_chunk(&log.path, offset, size, chunk_bytes)
+                .map_err(|e| Failure::Log(e.into()))?;
+            match self.client.append(&name, offset, replace, &chunk).await {
+                Ok((appended, compressed)) => {
+                    let sent = appended.received.saturating_sub(offset);
+                    self.progress.inc(sent);
+                    summary.bytes += sent;
+                    summary.compressed += compressed;
+                    summary.add(&appended);
+                    offset = appended.received;
+                    replace = false;
+                }
+                Err(Failure::Log(error))
+                    if is_too_large(&error) && chunk_bytes > MIN_CHUNK_BYTES =>
+                {
+                    chunk_bytes /= 2;
+                }
+                Err(Failure::Log(error)) if is_conflict(&error) => {
+                    // The server holds something else: ask again, and start over if needed.
+                    let now = self
+                        .client
+                        .status(std::slice::from_ref(&name))
+                        .await?
+                        .pop()
+                        .ok_or_else(|| Failure::Log(anyhow::anyhow!("no status for the log")))?;
+                    replace = !still_starts_with_what_was_sent(&local, &now)
+                        .map_err(|e| Failure::Log(e.into()))?;
+                    offset = if replace { 0 } else { now.received };
+                }
+                Err(other) => return Err(other),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether the local file still starts with the bytes the server holds (their fingerprint).
+fn still_starts_with_what_was_sent(local: &DiskLog, status: &LogStatus) -> std::io::Result<bool> {
+    let (Some(head), Some(tail)) = (&status.head_hash, &status.tail_hash) else {
+        return Ok(status.received == 0);
+    };
+    if status.received > local.size() {
+        return Ok(false);
+    }
+    let (local_head, local_tail) = local.fingerprint(status.received)?;
+    Ok(format!("{local_head:016x}") == *head && format!("{local_tail:016x}") == *tail)
+}
+
+/// Up to `max` bytes of the file from `offset`, cut after the last newline when there is one
+/// (so the server has whole lines to parse), but never empty.
+fn read_chunk(
+    path: &std::path::Path,
+    offset: u64,
+    size: u64,
+    max: usize,
+) -> std::io::Result<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::File::open(path)?;
+    let len = (size - offset).min(max as u64) as usize;
+    let mut buffer = vec![0; len];
+    file.read_exact_at(&mut buffer, offset)?;
+    if offset + (len as u64) < size
+        && let Some(last) = memchr::memrchr(b'\n', &buffer)
+    {
+        buffer.truncate(last + 1);
+    }
+    Ok(buffer)
+}
+
+fn is_too_large(error: &anyhow::Error) -> bool {
+    error
+        .downcast_ref::<client::Refused>()
+        .is_some_and(|r| r.status == 413)
+}
+
+fn is_conflict(error: &anyhow::Error) -> bool {
+    error
+        .downcast_ref::<client::Refused>()
+        .is_some_and(|r| r.status == 409)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_chunks_end_at_a_newline_unless_at_the_end() {
+        let path = std::env::temp_dir().join(format!("moraine-push-{}", std::process::id()));
+        std::fs::write(&path, b"aaaa\nbbbb\ncc").unwrap();
+        assert_eq!(read_chunk(&path, 0, 12, 8).unwrap(), b"aaaa\n");
+        assert_eq!(read_chunk(&path, 5, 12, 100).unwrap(), b"bbbb\ncc");
+        assert_eq!(read_chunk(&path, 10, 12, 1).unwrap(), b"c");
+        // A line longer than the chunk goes in pieces.
+        assert_eq!(read_chunk(&path, 0, 12, 3).unwrap(), b"aaa");
+        std::fs::remove_file(path).unwrap();
+    }
+}

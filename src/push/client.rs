@@ -1,0 +1,251 @@
+//! The ingest API client of `push`: HTTP(S) with the bearer token, zstd bodies, and retries
+//! with growing pauses while the server is unreachable or overloaded.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, anyhow};
+use bytes::Bytes;
+use http_body_util::{BodyExt as _, Full};
+use hyper_util::client::legacy::Client as HttpClient;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use serde::Serialize;
+use serde_json::json;
+
+use crate::ingest::push::{Appended, LogName, LogStatus};
+
+/// A request that cannot get an answer head in this time is tried again.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The first pause before a retry; it doubles up to [`MAX_PAUSE`].
+const FIRST_PAUSE: Duration = Duration::from_millis(250);
+const MAX_PAUSE: Duration = Duration::from_secs(30);
+/// zstd level of request bodies: fast, and most of zstd's ratio on JSON lines.
+const ZSTD_LEVEL: i32 = 3;
+
+/// Why a request failed.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// Nothing more can be pushed (no access, or the server stayed unreachable).
+    Fatal(anyhow::Error),
+    /// This log cannot be pushed now; the others can.
+    Log(anyhow::Error),
+}
+
+impl Failure {
+    pub(crate) fn into_error(self) -> anyhow::Error {
+        match self {
+            Self::Fatal(error) | Self::Log(error) => error,
+        }
+    }
+}
+
+/// A refusal by the server, with its status and message.
+#[derive(Debug, thiserror::Error)]
+#[error("the server refused the request ({status}): {message}")]
+pub(crate) struct Refused {
+    pub(crate) status: u16,
+    pub(crate) message: String,
+}
+
+/// A client of one server's ingest API.
+pub struct Client {
+    http: HttpClient<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>,
+    base: String,
+    token: Option<String>,
+    /// The source to write as, for a server without tokens.
+    source: Option<String>,
+    retry_for: Duration,
+}
+
+#[derive(Serialize)]
+struct AppendQuery<'a> {
+    harness: &'a str,
+    path: &'a str,
+    offset: u64,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    replace: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    source: Option<&'a str>,
+}
+
+impl Client {
+    pub fn new(
+        server: &str,
+        token: Option<&str>,
+        source: Option<&str>,
+        retry_for: Duration,
+    ) -> anyhow::Result<Self> {
+        let base = server.trim_end_matches('/').to_owned();
+        anyhow::ensure!(
+            base.starts_with("http://") || base.starts_with("https://"),
+            "--server must be an http:// or https:// URL, not {server:?}"
+        );
+        let mut connector = HttpConnector::new();
+        connector.set_connect_timeout(Some(CONNECT_TIMEOUT));
+        connector.set_nodelay(true);
+        connector.enforce_http(false);
+        // The system's certificates (for a company CA), else the bundled Mozilla roots.
+        let tls = match hyper_rustls::HttpsConnectorBuilder::new().with_native_roots() {
+            Ok(builder) => builder,
+            Err(_) => hyper_rustls::HttpsConnectorBuilder::new().with_webpki_roots(),
+        };
+        let https = tls.https_or_http().enable_http1().wrap_connector(connector);
+        Ok(Self {
+            http: HttpClient::builder(TokioExecutor::new()).build(https),
+            base,
+            token: token.map(str::to_owned),
+            source: source.map(str::to_owned),
+            retry_for,
+        })
+    }
+
+    /// Where each log stands on the server.
+    pub(crate) async fn status(&self, logs: &[LogName]) -> Result<Vec<LogStatus>, Failure> {
+        let mut body = json!({ "files": logs });
+        if let Some(source) = &self.source {
+            body["source"] = json!(source);
+        }
+        let body = Bytes::from(body.to_string());
+        let url = format!("{}/ingest/v1/status", self.base);
+        let answer = self.send(&url, "application/json", None, body).await?;
+        let files = serde_json::from_slice::<serde_json::Value>(&answer)
+            .ok()
+            .and_then(|v| serde_json::from_value(v["files"].clone()).ok())
+            .ok_or_else(|| {
+                Failure::Fatal(anyhow!("the server's status answer is not understood"))
+            })?;
+        Ok(files)
+    }
+
+    /// Sends `bytes` of `log` starting at `offset`; returns the server's answer and the size
+    /// sent (compressed).
+    pub(crate) async fn append(
+        &self,
+        log: &LogName,
+        offset: u64,
+        replace: bool,
+        bytes: &[u8],
+    ) -> Result<(Appended, u64), Failure> {
+        let query = serde_urlencoded::to_string(AppendQuery {
+            harness: log.harness.as_str(),
+            path: &log.path,
+            offset,
+            replace,
+            source: self.source.as_deref(),
+        })
+        .map_err(|e| Failure::Log(e.into()))?;
+        let url = format!("{}/ingest/v1/append?{query}", self.base);
+        let compressed =
+            zstd::bulk::compress(bytes, ZSTD_LEVEL).map_err(|e| Failure::Log(e.into()))?;
+        let sent = compressed.len() as u64;
+        let answer = self
+            .send(
+                &url,
+                "application/octet-stream",
+                Some("zstd"),
+                Bytes::from(compressed),
+            )
+            .await?;
+        let appended = serde_json::from_slice(&answer).map_err(|e| {
+            Failure::Fatal(anyhow!("the server's append answer is not understood: {e}"))
+        })?;
+        Ok((appended, sent))
+    }
+
+    /// POSTs `body` until it gets a final answer: the body of a 2xx, or the refusal.
+    async fn send(
+        &self,
+        url: &str,
+        content_type: &str,
+        encoding: Option<&str>,
+        body: Bytes,
+    ) -> Result<Bytes, Failure> {
+        let give_up = Instant::now() + self.retry_for;
+        let mut pause = FIRST_PAUSE;
+        loop {
+            let outcome = self.post(url, content_type, encoding, body.clone()).await;
+            let wait = match outcome {
+                Ok((status, _, answer)) if (200..300).contains(&status) => return Ok(answer),
+                Ok((status, retry_after, _)) if matches!(status, 429 | 502 | 503 | 504) => {
+                    tracing::info!(status, "the server is busy or unavailable; retrying");
+                    retry_after.unwrap_or(pause)
+                }
+                Ok((status, _, answer)) => {
+                    let refused = Refused {
+                        status,
+                        message: message_of(&answer),
+                    };
+                    return Err(if matches!(status, 401 | 403) {
+                        Failure::Fatal(refused.into())
+                    } else {
+                        Failure::Log(refused.into())
+                    });
+                }
+                Err(error) => {
+                    tracing::info!(error = %format!("{error:#}"), "cannot reach the server; retrying");
+                    pause
+                }
+            };
+            if Instant::now() + wait > give_up {
+                return Err(Failure::Fatal(anyhow!(
+                    "the server at {} did not accept the request within {} s",
+                    self.base,
+                    self.retry_for.as_secs()
+                )));
+            }
+            tokio::time::sleep(jitter(wait)).await;
+            pause = (pause * 2).min(MAX_PAUSE);
+        }
+    }
+
+    /// One POST: the status, `Retry-After` and body of the answer.
+    async fn post(
+        &self,
+        url: &str,
+        content_type: &str,
+        encoding: Option<&str>,
+        body: Bytes,
+    ) -> anyhow::Result<(u16, Option<Duration>, Bytes)> {
+        let mut request = axum::http::Request::post(url).header("content-type", content_type);
+        if let Some(encoding) = encoding {
+            request = request.header("content-encoding", encoding);
+        }
+        if let Some(token) = &self.token {
+            request = request.header("authorization", format!("Bearer {token}"));
+        }
+        let request = request.body(Full::new(body)).context("bad request")?;
+        let response = tokio::time::timeout(REQUEST_TIMEOUT, self.http.request(request))
+            .await
+            .context("no answer in time")??;
+        let status = response.status().as_u16();
+        let retry_after = response
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(Duration::from_secs);
+        let body = tokio::time::timeout(REQUEST_TIMEOUT, response.into_body().collect())
+            .await
+            .context("the answer did not arrive in time")??
+            .to_bytes();
+        Ok((status, retry_after, body))
+    }
+}
+
+/// The `message` of a JSON error body, or the body's start.
+fn message_of(body: &[u8]) -> String {
+    serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| v["message"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned())
+}
+
+/// `wait`, give or take a fifth, so clients that failed together do not retry together.
+fn jitter(wait: Duration) -> Duration {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let factor = 0.8 + f64::from(nanos % 1000) / 2500.0;
+    wait.mul_f64(factor)
+}
