@@ -20,7 +20,8 @@ use crate::ingest::files::{self, LogFile};
 use crate::ingest::push::{Appended, LogName, LogStatus};
 use crate::ingest::reader::{DiskLog, LogBytes};
 use crate::vocab::Harness;
-use client::{Client, Failure};
+pub use client::Client;
+use client::Failure;
 
 /// Most logs asked about in one status request.
 const STATUS_BATCH: usize = 1000;

@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use common::{assert_statistics_exact, snapshot};
 use moraine_mcp::config::Settings;
-use moraine_mcp::db::Db;
 use moraine_mcp::ingest::draft::SelfTools;
 use moraine_mcp::ingest::files::{self, LogFile};
 use moraine_mcp::ingest::reader::{ReadSettings, Reader, Stored};
@@ -359,86 +359,6 @@ fn secrets_are_redacted_from_text_and_payloads() {
                 .unwrap_or_else(|e| panic!("{part}:{} raw is not JSON: {e}", event.line_no));
         }
     }
-}
-
-#[derive(Debug, PartialEq, clickhouse::Row, serde::Deserialize)]
-struct TurnFacts {
-    session_key: u64,
-    ordinal: u32,
-    completed: bool,
-    terminal_event_key: u64,
-    event_count: u32,
-    user_event_key: u64,
-    final_event_key: u64,
-    tools_called: Vec<String>,
-}
-
-/// (session, event, turn ordinal, ordinal, type, text, raw, doc_len, searchable)
-type EventFacts = (u64, u64, u32, u32, u8, String, String, u16, bool);
-/// (session, title, turns, events, completed, mode, started_at, updated_at)
-type SessionFacts = (u64, String, u32, u32, bool, String, i64, i64);
-
-/// Everything ingest stored, in a comparable form (row versions excluded).
-#[derive(Debug, PartialEq)]
-struct Snapshot {
-    events: Vec<EventFacts>,
-    turns: Vec<TurnFacts>,
-    sessions: Vec<SessionFacts>,
-    postings: Vec<(u64, u64, u64, u16, u16, u8)>,
-    term_df: Vec<(u64, i64)>,
-    corpus: (i64, i64),
-}
-
-async fn snapshot(db: &Db) -> Snapshot {
-    let d = || db.default_deadline();
-    Snapshot {
-        events: db
-            .read("t", "SELECT session_key, event_key, turn_ordinal, ordinal, toUInt8(event_type), text, raw, doc_len, searchable FROM events ORDER BY session_key, turn_ordinal, ordinal")
-            .fetch_all(db, d())
-            .await
-            .unwrap(),
-        turns: db
-            .read("t", "SELECT session_key, ordinal, completed, terminal_event_key, event_count, user_event_key, final_event_key, tools_called FROM turns FINAL ORDER BY session_key, ordinal")
-            .fetch_all(db, d())
-            .await
-            .unwrap(),
-        sessions: db
-            .read("t", "SELECT session_key, title, turn_count, event_count, completed, mode, started_at, updated_at FROM sessions FINAL ORDER BY session_key")
-            .fetch_all(db, d())
-            .await
-            .unwrap(),
-        postings: db
-            .read("t", "SELECT term, sess, doc, tf, doc_len, kind FROM postings ORDER BY term, sess, doc")
-            .fetch_all(db, d())
-            .await
-            .unwrap(),
-        term_df: db
-            .read("t", "SELECT term, sum(df) AS n FROM term_df GROUP BY term HAVING n != 0 ORDER BY term")
-            .fetch_all(db, d())
-            .await
-            .unwrap(),
-        corpus: db
-            .read("t", "SELECT sum(docs), sum(total_len) FROM corpus_stats")
-            .fetch_optional(db, d())
-            .await
-            .unwrap()
-            .unwrap(),
-    }
-}
-
-/// The statistics equal what the postings imply: no double counting, nothing lost.
-fn assert_statistics_exact(s: &Snapshot) {
-    let mut df: BTreeMap<u64, i64> = BTreeMap::new();
-    for posting in &s.postings {
-        *df.entry(posting.0).or_default() += 1;
-    }
-    assert_eq!(s.term_df, df.into_iter().collect::<Vec<_>>());
-    let searchable: Vec<_> = s.events.iter().filter(|e| e.8).collect();
-    assert_eq!(s.corpus.0, searchable.len() as i64);
-    assert_eq!(
-        s.corpus.1,
-        searchable.iter().map(|e| e.7 as i64).sum::<i64>()
-    );
 }
 
 /// The length of the lines in the first half of `bytes`.

@@ -508,3 +508,126 @@ pub fn request(
     text.push_str(body);
     text
 }
+
+#[derive(Debug, PartialEq, clickhouse::Row, serde::Deserialize)]
+pub struct TurnFacts {
+    pub session_key: u64,
+    pub ordinal: u32,
+    pub completed: bool,
+    pub terminal_event_key: u64,
+    pub event_count: u32,
+    pub user_event_key: u64,
+    pub final_event_key: u64,
+    pub tools_called: Vec<String>,
+}
+
+/// (session, event, turn ordinal, ordinal, type, text, raw, doc_len, searchable)
+pub type EventFacts = (u64, u64, u32, u32, u8, String, String, u16, bool);
+/// (session, title, turns, events, completed, mode, started_at, updated_at)
+pub type SessionFacts = (u64, String, u32, u32, bool, String, i64, i64);
+
+/// Everything ingest stored, in a comparable form (row versions excluded).
+#[derive(Debug, PartialEq)]
+pub struct Snapshot {
+    pub events: Vec<EventFacts>,
+    pub turns: Vec<TurnFacts>,
+    pub sessions: Vec<SessionFacts>,
+    pub postings: Vec<(u64, u64, u64, u16, u16, u8)>,
+    pub term_df: Vec<(u64, i64)>,
+    pub corpus: (i64, i64),
+}
+
+pub async fn snapshot(db: &Db) -> Snapshot {
+    let d = || db.default_deadline();
+    Snapshot {
+        events: db
+            .read("t", "SELECT session_key, event_key, turn_ordinal, ordinal, toUInt8(event_type), text, raw, doc_len, searchable FROM events ORDER BY session_key, turn_ordinal, ordinal")
+            .fetch_all(db, d())
+            .await
+            .unwrap(),
+        turns: db
+            .read("t", "SELECT session_key, ordinal, completed, terminal_event_key, event_count, user_event_key, final_event_key, tools_called FROM turns FINAL ORDER BY session_key, ordinal")
+            .fetch_all(db, d())
+            .await
+            .unwrap(),
+        sessions: db
+            .read("t", "SELECT session_key, title, turn_count, event_count, completed, mode, started_at, updated_at FROM sessions FINAL ORDER BY session_key")
+            .fetch_all(db, d())
+            .await
+            .unwrap(),
+        postings: db
+            .read("t", "SELECT term, sess, doc, tf, doc_len, kind FROM postings ORDER BY term, sess, doc")
+            .fetch_all(db, d())
+            .await
+            .unwrap(),
+        term_df: db
+            .read("t", "SELECT term, sum(df) AS n FROM term_df GROUP BY term HAVING n != 0 ORDER BY term")
+            .fetch_all(db, d())
+            .await
+            .unwrap(),
+        corpus: db
+            .read("t", "SELECT sum(docs), sum(total_len) FROM corpus_stats")
+            .fetch_optional(db, d())
+            .await
+            .unwrap()
+            .unwrap(),
+    }
+}
+
+/// The statistics equal what the postings imply: no double counting, nothing lost.
+pub fn assert_statistics_exact(s: &Snapshot) {
+    let mut df: BTreeMap<u64, i64> = BTreeMap::new();
+    for posting in &s.postings {
+        *df.entry(posting.0).or_default() += 1;
+    }
+    assert_eq!(s.term_df, df.into_iter().collect::<Vec<_>>());
+    let searchable: Vec<_> = s.events.iter().filter(|e| e.8).collect();
+    assert_eq!(s.corpus.0, searchable.len() as i64);
+    assert_eq!(
+        s.corpus.1,
+        searchable.iter().map(|e| e.7 as i64).sum::<i64>()
+    );
+}
+
+/// Writes `sessions` Claude Code sessions under `dir`, each of `turns` turns whose prompts and
+/// answers hold `word`; session IDs are derived from `prefix`, so trees never share sessions.
+pub fn write_sessions(dir: &Path, prefix: u32, sessions: u32, turns: u32, word: &str) {
+    use std::io::Write as _;
+    let project = dir.join("projects").join("-home-dev-src-team");
+    std::fs::create_dir_all(&project).unwrap();
+    for s in 0..sessions {
+        let id = format!(
+            "{prefix:08x}-{s:04x}-4000-8000-{:012x}",
+            u64::from(prefix) * 1000 + u64::from(s)
+        );
+        let mut file = std::fs::File::create(project.join(format!("{id}.jsonl"))).unwrap();
+        let mut second = 0u32;
+        for t in 0..turns {
+            let mut ts = || {
+                second += 1;
+                format!(
+                    "2026-05-{:02}T{:02}:{:02}:{:02}.000Z",
+                    1 + s % 28,
+                    (second / 3600) % 24,
+                    (second / 60) % 60,
+                    second % 60
+                )
+            };
+            let lines = [
+                json!({"type": "user", "sessionId": id, "timestamp": ts(), "cwd": "/home/dev/src/team",
+                    "message": {"role": "user", "content": format!("{word} question {t} about the build of service {s}")}}),
+                json!({"type": "assistant", "sessionId": id, "timestamp": ts(),
+                    "message": {"model": "m", "stop_reason": "tool_use", "content": [
+                        {"type": "tool_use", "id": format!("t{t}"), "name": "Bash", "input": {"command": format!("make test-{t}")}}]}}),
+                json!({"type": "user", "sessionId": id, "timestamp": ts(),
+                    "message": {"role": "user", "content": [
+                        {"type": "tool_result", "tool_use_id": format!("t{t}"), "content": format!("ok {word} {}", "build output line ".repeat(20))}]}}),
+                json!({"type": "assistant", "sessionId": id, "timestamp": ts(),
+                    "message": {"model": "m", "stop_reason": "end_turn", "content": [{"type": "text", "text": format!("{word} answer {t}")}]}}),
+            ];
+            for line in lines {
+                writeln!(file, "{line}").unwrap();
+            }
+        }
+    }
+}

@@ -1,0 +1,486 @@
+//! Team memory on the real engine over real HTTP: laptops push their logs to one server's
+//! ingest API, with scoped tokens. Concurrent pushes, a push killed mid-upload, a server
+//! restarted mid-push and a cut-off body all end with exactly what a local ingest of the same
+//! files stores; tokens read and write only what their scopes and sources allow.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{
+    Mcp, TestServer, assert_statistics_exact, fresh_db, ingest_paths, send, snapshot,
+    write_sessions,
+};
+use moraine_mcp::config::{Scope, Settings, TokenConfig};
+use moraine_mcp::db::Db;
+use moraine_mcp::ingest::files;
+use moraine_mcp::push::{self, Client};
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const BIN: &str = env!("CARGO_BIN_EXE_moraine-mcp");
+const ALICE: &str = "alice-laptop-token-0123456789";
+const BOB: &str = "bob-laptop-token-0123456789ab";
+const READER: &str = "reader-token-0123456789abcdef";
+const ALICE_READER: &str = "alice-reader-token-01234567";
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("moraine-push-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A team server's tokens: two laptops that ingest as themselves, a reader of everything, and
+/// a reader of alice's sessions only.
+fn team(mut settings: Settings) -> Settings {
+    let mut alice = TokenConfig::reader("alice-laptop", ALICE);
+    alice.scopes = vec![Scope::Ingest];
+    alice.source = Some("alice".into());
+    let mut bob = TokenConfig::reader("bob-laptop", BOB);
+    bob.scopes = vec![Scope::Ingest];
+    bob.source = Some("bob".into());
+    let mut alice_reader = TokenConfig::reader("alice-reader", ALICE_READER);
+    alice_reader.read_sources = Some(vec!["alice".into()]);
+    settings.auth.tokens = vec![
+        alice,
+        bob,
+        TokenConfig::reader("reader", READER),
+        alice_reader,
+    ];
+    settings
+}
+
+fn client(server: &TestServer, token: &str) -> Client {
+    Client::new(&server.base, Some(token), None, Duration::from_secs(60)).unwrap()
+}
+
+fn logs_under(dir: &Path) -> Vec<files::LogFile> {
+    let (logs, problems) = files::from_paths(&[dir.to_owned()], None, None);
+    assert!(problems.is_empty(), "{problems:?}");
+    logs
+}
+
+/// What a local ingest of `dirs` stores, as a snapshot (the reference for pushes).
+async fn local_reference(dirs: &[&Path]) -> common::Snapshot {
+    let (config, db) = fresh_db().await;
+    for dir in dirs {
+        ingest_paths(&config, &db, dir).await;
+    }
+    snapshot(&db).await
+}
+
+/// Each event is stored once.
+async fn assert_no_duplicates(db: &Db) {
+    let (rows, unique): (u64, u64) = db
+        .read(
+            "t",
+            "SELECT count(), uniqExact(session_key, event_key) FROM events",
+        )
+        .fetch_optional(db, db.default_deadline())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(rows, unique, "duplicate events");
+}
+
+#[tokio::test]
+async fn two_laptops_push_concurrently_and_each_finds_the_others_sessions() {
+    let (a, b) = (scratch("two-a"), scratch("two-b"));
+    write_sessions(&a, 0xa11ce, 12, 6, "alphaword");
+    write_sessions(&b, 0xb0b, 12, 6, "betaword");
+    let (settings, db) = fresh_db().await;
+    let server = TestServer::start(team(settings), db.clone()).await;
+    let (alice, bob) = (client(&server, ALICE), client(&server, BOB));
+    let (logs_a, logs_b) = (logs_under(&a), logs_under(&b));
+    let (pushed_a, pushed_b) = tokio::join!(
+        push::push_logs(&alice, &logs_a, 16 * 1024, false),
+        push::push_logs(&bob, &logs_b, 16 * 1024, false),
+    );
+    let (pushed_a, pushed_b) = (pushed_a.unwrap(), pushed_b.unwrap());
+    assert_eq!((pushed_a.sent, pushed_a.failed), (12, 0));
+    assert_eq!((pushed_b.sent, pushed_b.failed), (12, 0));
+
+    // Exactly what a local ingest of both trees stores: same IDs, rows and statistics.
+    let pushed = snapshot(&db).await;
+    assert_statistics_exact(&pushed);
+    assert_eq!(pushed, local_reference(&[&a, &b]).await);
+    assert_no_duplicates(&db).await;
+
+    // Each laptop's sessions are found by the other's people, under its source.
+    let mut reader = Mcp::modern(&server.mcp_url, Some(READER)).await;
+    for (word, source) in [("alphaword", "alice"), ("betaword", "bob")] {
+        let found = reader
+            .ok("search_sessions", json!({"query": word, "n_hits": 50}))
+            .await;
+        let hits = found["data"]["results"].as_array().unwrap();
+        assert!(!hits.is_empty());
+        assert!(
+            hits.iter().all(|h| h["session"]["source"] == source),
+            "{word}"
+        );
+    }
+    // Pushing again sends nothing.
+    let again = push::push_logs(&alice, &logs_a, 16 * 1024, false)
+        .await
+        .unwrap();
+    assert_eq!((again.sent, again.unchanged, again.events), (0, 12, 0));
+    let metrics = send("GET", &format!("{}/metrics", server.base), &[], "").await;
+    assert!(
+        metrics
+            .body
+            .contains("moraine_mcp_ingest_last_push_timestamp_seconds{source=\"alice\"}")
+    );
+    assert!(
+        metrics
+            .body
+            .contains("moraine_mcp_ingest_events_total{source=\"bob\"}")
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_push_killed_mid_upload_and_run_again_stores_every_event_once() {
+    let dir = scratch("killed");
+    write_sessions(&dir, 0x41, 30, 12, "killword");
+    let (settings, db) = fresh_db().await;
+    let server = TestServer::start(team(settings), db.clone()).await;
+    let run = |chunk: &str| {
+        Command::new(BIN)
+            .args([
+                "push",
+                "--server",
+                &server.base,
+                "--token",
+                ALICE,
+                "--no-progress",
+            ])
+            .args(["--chunk-bytes", chunk])
+            .arg(&dir)
+            .env("HOME", &dir)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    // Small chunks, so the upload takes many requests; killed once part of it is in.
+    let mut child = run("2048");
+    let started = Instant::now();
+    loop {
+        let stored: u64 = db
+            .read("t", "SELECT count() FROM events")
+            .fetch_optional(&db, db.default_deadline())
+            .await
+            .unwrap()
+            .unwrap_or(0);
+        if stored > 200 {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the push made no progress"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let partial: u64 = db
+        .read("t", "SELECT count() FROM events")
+        .fetch_optional(&db, db.default_deadline())
+        .await
+        .unwrap()
+        .unwrap();
+    // Waited for on another thread: the server runs on this test's runtime.
+    let rerun = run("65536");
+    let output = tokio::task::spawn_blocking(move || rerun.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let pushed = snapshot(&db).await;
+    assert!(
+        partial < pushed.events.len() as u64,
+        "the kill came too late to test anything"
+    );
+    assert_statistics_exact(&pushed);
+    assert_eq!(pushed, local_reference(&[&dir]).await);
+    assert_no_duplicates(&db).await;
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_server_restarted_mid_push_is_resumed_by_the_client() {
+    let dir = scratch("restart");
+    write_sessions(&dir, 0x42, 20, 10, "restartword");
+    let (mut settings, db) = fresh_db().await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    settings.server.listen = format!("127.0.0.1:{port}").parse().unwrap();
+    let settings = team(settings);
+    let server = TestServer::start(settings.clone(), db.clone()).await;
+    let pusher = client(&server, ALICE);
+    let logs = logs_under(&dir);
+    let push = tokio::spawn(async move { push::push_logs(&pusher, &logs, 2048, false).await });
+    let started = Instant::now();
+    loop {
+        let stored: u64 = db
+            .read("t", "SELECT count() FROM events")
+            .fetch_optional(&db, db.default_deadline())
+            .await
+            .unwrap()
+            .unwrap_or(0);
+        if stored > 100 {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the push made no progress"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    server.stop().await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let server = TestServer::start(settings, db.clone()).await;
+    let summary = push.await.unwrap().unwrap();
+    assert_eq!(summary.failed, 0);
+    let pushed = snapshot(&db).await;
+    assert_statistics_exact(&pushed);
+    assert_eq!(pushed, local_reference(&[&dir]).await);
+    assert_no_duplicates(&db).await;
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn tokens_read_and_write_only_what_their_scopes_and_sources_allow() {
+    let (a, b) = (scratch("scope-a"), scratch("scope-b"));
+    write_sessions(&a, 0xaa, 7, 3, "alphaword");
+    write_sessions(&b, 0xbb, 9, 3, "betaword");
+    let (settings, db) = fresh_db().await;
+    let server = TestServer::start(team(settings), db).await;
+    push::push_logs(&client(&server, ALICE), &logs_under(&a), 1 << 20, false)
+        .await
+        .unwrap();
+    push::push_logs(&client(&server, BOB), &logs_under(&b), 1 << 20, false)
+        .await
+        .unwrap();
+    let append = |token: &str, source: Option<&str>| {
+        let mut url = format!(
+            "{}/ingest/v1/append?harness=claude-code&path=/x/0000-1111.jsonl&offset=0",
+            server.base
+        );
+        if let Some(source) = source {
+            url.push_str(&format!("&source={source}"));
+        }
+        let bearer = format!("Bearer {token}");
+        let line =
+            json!({"type": "user", "sessionId": "0000-1111", "timestamp": "2026-06-01T00:00:00Z",
+            "message": {"role": "user", "content": "one more alice session"}})
+            .to_string()
+                + "\n";
+        async move { send("POST", &url, &[("authorization", bearer.as_str())], &line).await }
+    };
+    // A reader cannot ingest; a laptop cannot write as another source, nor read.
+    let refused = append(READER, None).await;
+    assert_eq!(refused.status, 403);
+    assert_eq!(refused.json()["error"], "forbidden");
+    assert_eq!(append(ALICE, Some("bob")).await.status, 403);
+    assert_eq!(append(ALICE, Some("alice")).await.status, 200);
+    let tools = send(
+        "POST",
+        &server.mcp_url,
+        &[
+            ("authorization", &format!("Bearer {BOB}")),
+            ("content-type", "application/json"),
+            ("accept", "application/json, text/event-stream"),
+        ],
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).to_string(),
+    )
+    .await;
+    assert_eq!(tools.status, 403);
+    let metrics = send("GET", &format!("{}/metrics", server.base), &[], "").await;
+    assert!(
+        metrics.body.contains("token=\"reader\""),
+        "refusals are counted by token name"
+    );
+    assert!(!metrics.body.contains(READER));
+
+    // A reader of alice's sessions: bob's do not exist for it.
+    let mut limited = Mcp::modern(&server.mcp_url, Some(ALICE_READER)).await;
+    let mut everyone = Mcp::modern(&server.mcp_url, Some(READER)).await;
+    let found = limited
+        .ok(
+            "search_sessions",
+            json!({"query": "betaword", "n_hits": 50}),
+        )
+        .await;
+    assert_eq!(found["data"]["result_count"], 0);
+    assert_eq!(found["data"]["truncated"], false);
+    let found = limited
+        .ok(
+            "search_sessions",
+            json!({"query": "build service", "n_hits": 50}),
+        )
+        .await;
+    assert!(
+        found["data"]["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|h| h["session"]["source"] == "alice")
+    );
+    let window = json!({"start_datetime": "2026-01-01T00:00:00Z", "end_datetime": "2027-01-01T00:00:00Z", "limit": 3});
+    let mut seen = Vec::new();
+    let mut page = limited.ok("list_sessions", window.clone()).await;
+    loop {
+        for item in page["data"]["sessions"].as_array().unwrap() {
+            assert_eq!(item["session"]["source"], "alice");
+            seen.push(item["id"].as_str().unwrap().to_owned());
+        }
+        let Some(cursor) = page["data"]["next_cursor"].as_str() else {
+            break;
+        };
+        let mut next = window.clone();
+        next["cursor"] = json!(cursor);
+        // The cursor is bound to the caller: another token cannot use it.
+        let (code, _) = everyone.err("list_sessions", next.clone()).await;
+        assert_eq!(code, "invalid_request");
+        page = limited.ok("list_sessions", next).await;
+    }
+    // alice's 7 pushed sessions, and the one of the line sent above.
+    assert_eq!(seen.len(), 8);
+    let all = everyone
+        .ok("list_sessions", json!({"start_datetime": "2026-01-01T00:00:00Z", "end_datetime": "2027-01-01T00:00:00Z", "limit": 50}))
+        .await;
+    assert_eq!(all["data"]["result_count"], 17);
+    let bobs = all["data"]["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["session"]["source"] == "bob")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (code, _) = limited.err("open", json!({"id": bobs})).await;
+    assert_eq!(code, "not_found");
+    let (code, _) = limited
+        .err(
+            "search_sessions",
+            json!({"query": "betaword", "within_id": bobs}),
+        )
+        .await;
+    assert_eq!(code, "not_found");
+    // Traversal from alice's sessions never leads to bob's.
+    for id in &seen {
+        let opened = limited.ok("open", json!({"id": id})).await;
+        for link in ["previous_session_id", "next_session_id"] {
+            if let Some(neighbour) = opened["data"]["traversal"][link].as_str() {
+                assert!(seen.iter().any(|s| s == neighbour), "{link} leads outside");
+            }
+        }
+    }
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn appends_are_idempotent_ordered_and_bounded() {
+    let dir = scratch("protocol");
+    write_sessions(&dir, 0x43, 1, 4, "orderword");
+    let log = logs_under(&dir).remove(0);
+    let bytes = std::fs::read(&log.path).unwrap();
+    let (settings, db) = fresh_db().await;
+    let server = TestServer::start(team(settings), db.clone()).await;
+    let bearer = format!("Bearer {ALICE}");
+    let url = |offset: usize| {
+        format!(
+            "{}/ingest/v1/append?harness=claude-code&path={}&offset={offset}",
+            server.base,
+            log.path.display()
+        )
+    };
+    let post = |offset: usize, body: Vec<u8>| {
+        let url = url(offset);
+        let bearer = bearer.clone();
+        async move {
+            let body = String::from_utf8(body).unwrap();
+            send("POST", &url, &[("authorization", bearer.as_str())], &body).await
+        }
+    };
+    let half = bytes.iter().position(|&b| b == b'\n').unwrap() + 1;
+    let first = post(0, bytes[..half].to_vec()).await;
+    assert_eq!(first.status, 200, "{first:?}");
+    assert_eq!(first.json()["received"], half);
+    // Resent: nothing written.
+    let again = post(0, bytes[..half].to_vec()).await;
+    assert_eq!(again.json()["duplicate"], true);
+    // Out of order: refused, naming where the server stands.
+    let gap = post(half + 10, bytes[half + 10..].to_vec()).await;
+    assert_eq!(gap.status, 409);
+    assert_eq!(gap.json()["error"], "offset_mismatch");
+    assert_eq!(gap.json()["received"], half);
+    // Different bytes where stored ones are: the log was replaced.
+    let mut other = bytes[..half].to_vec();
+    other[5] ^= 1;
+    let mismatch = post(0, other).await;
+    assert_eq!(mismatch.status, 409);
+    assert_eq!(mismatch.json()["error"], "content_mismatch");
+    // An overlapping resend carries on where the server stands.
+    let rest = post(1, bytes[1..].to_vec()).await;
+    assert_eq!(rest.status, 200, "{rest:?}");
+    assert_eq!(rest.json()["received"], bytes.len());
+
+    // A body cut off mid-stream commits nothing.
+    let (settings2, db2) = fresh_db().await;
+    let cut = TestServer::start(team(settings2), db2.clone()).await;
+    let addr = cut.base.trim_start_matches("http://").to_owned();
+    let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let head = format!(
+        "POST /ingest/v1/append?harness=claude-code&path={}&offset=0 HTTP/1.1\r\nHost: {addr}\r\n\
+         Authorization: {bearer}\r\nContent-Length: {}\r\n\r\n",
+        log.path.display(),
+        bytes.len()
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(&bytes[..bytes.len() / 2]).await.unwrap();
+    drop(stream);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let stored: u64 = db2
+        .read("t", "SELECT count() FROM events")
+        .fetch_optional(&db2, db2.default_deadline())
+        .await
+        .unwrap()
+        .unwrap();
+    let checkpoints: u64 = db2
+        .read("t", "SELECT count() FROM ingest_checkpoints")
+        .fetch_optional(&db2, db2.default_deadline())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((stored, checkpoints), (0, 0));
+
+    // Over the size limit, before or after decoding: 413.
+    let huge = vec![b'x'; 9 * 1024 * 1024];
+    let mut raw = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let head = format!(
+        "POST /ingest/v1/append?harness=claude-code&path=/x/y.jsonl&offset=0 HTTP/1.1\r\nHost: {addr}\r\n\
+         Authorization: {bearer}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        huge.len()
+    );
+    raw.write_all(head.as_bytes()).await.unwrap();
+    let _ = raw.write_all(&huge).await;
+    let mut answer = Vec::new();
+    let _ = raw.read_to_end(&mut answer).await;
+    assert!(String::from_utf8_lossy(&answer).starts_with("HTTP/1.1 413"));
+    cut.stop().await;
+    server.stop().await;
+}
