@@ -81,6 +81,19 @@ enum Command {
         #[arg(long)]
         url: Option<String>,
     },
+    /// Rebuild sessions, turns, events and the index from the stored logs (after an adapter
+    /// fix): from the archive, or from the files still on disk.
+    Reindex {
+        /// Only logs of this harness.
+        #[arg(long, value_enum)]
+        harness: Option<Harness>,
+        /// Only logs of this source.
+        #[arg(long)]
+        source: Option<String>,
+        /// Hide the progress bar.
+        #[arg(long)]
+        no_progress: bool,
+    },
     /// Send this machine's session logs to a remote moraine-mcp (its ingest API).
     Push(crate::push::PushArgs),
     /// Ingest session logs: the given files and directories, or the configured sources.
@@ -193,6 +206,26 @@ async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
         Command::Up { no_ingest, .. } => up::run(config, no_ingest).await,
         Command::Healthcheck { url } => healthcheck(&config, url).await,
         Command::Push(args) => crate::push::run(args, config).await,
+        Command::Reindex {
+            harness,
+            source,
+            no_progress,
+        } => {
+            let db = app::connect(&config).await?;
+            migrate::migrate(&config.clickhouse, &db).await?;
+            let scratch =
+                std::env::temp_dir().join(format!("moraine-reindex-{}", std::process::id()));
+            let selection = ingest::reindex::Selection { harness, source };
+            let summary =
+                ingest::reindex::run(&config, &db, &selection, &scratch, !no_progress).await;
+            let _ = std::fs::remove_dir_all(&scratch);
+            let summary = summary?;
+            for path in &summary.missing {
+                eprintln!("warning: {path}: neither archived nor on disk; left as it was");
+            }
+            println!("reindexed {summary}");
+            Ok(ExitCode::SUCCESS)
+        }
         #[cfg(feature = "bench")]
         Command::Bench(args) => crate::bench::run(args, config).await,
         Command::Ingest {

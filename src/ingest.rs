@@ -12,6 +12,7 @@ pub mod files;
 pub mod push;
 pub mod reader;
 pub mod redact;
+pub mod reindex;
 pub mod session;
 pub mod writer;
 
@@ -97,47 +98,66 @@ pub async fn run(
     show_progress: bool,
 ) -> Result<Summary, IngestError> {
     let started = Instant::now();
-    let redactor = redact::Redactor::new(&config.ingest.redaction)?;
     let stored = writer::load_stored(db, &files).await?;
     let total: u64 = files
         .iter()
         .map(|f| Reader::pending_bytes(f, stored.get(&f.file_key).unwrap_or(&Stored::default())))
         .sum();
-    let progress = if show_progress {
-        let bar = indicatif::ProgressBar::new(total);
-        bar.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{spinner} [{elapsed_precise}] {wide_bar} {binary_bytes}/{binary_total_bytes} ({binary_bytes_per_sec}, {eta})",
-            )
-            .expect("valid template")
-            .progress_chars("=> "),
-        );
-        bar
-    } else {
-        indicatif::ProgressBar::hidden()
-    };
+    let progress = progress_bar(total, show_progress);
+    let file_count = files.len();
+    let counters = pipeline(config, db, &progress, move |reader| {
+        for file in &files {
+            let stored = stored.get(&file.file_key).cloned().unwrap_or_default();
+            reader.read_file(file, &stored)?;
+        }
+        Ok(())
+    })
+    .await?;
+    Ok(Summary {
+        files: file_count,
+        counters,
+        elapsed: started.elapsed(),
+    })
+}
 
-    // Two batches in flight: one being written while the next is parsed.
+/// A progress bar over `total` bytes, or a hidden one.
+pub(crate) fn progress_bar(total: u64, show: bool) -> indicatif::ProgressBar {
+    if !show {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(total);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {wide_bar} {binary_bytes}/{binary_total_bytes} ({binary_bytes_per_sec}, {eta})",
+        )
+        .expect("valid template")
+        .progress_chars("=> "),
+    );
+    bar
+}
+
+/// Runs `read` on a blocking thread with a reader whose batches an async writer inserts while
+/// the next batch is parsed (two batches in flight), and returns the reader's counts.
+async fn pipeline<F>(
+    config: &Config,
+    db: &Db,
+    progress: &indicatif::ProgressBar,
+    read: F,
+) -> Result<Counters, IngestError>
+where
+    F: FnOnce(&mut Reader<'_>) -> Result<(), WriterGone> + Send + 'static,
+{
+    let redactor = redact::Redactor::new(&config.ingest.redaction)?;
     let (tx, mut rx) = tokio::sync::mpsc::channel::<reader::Batch>(1);
     let writer_db = db.clone();
     let writer = tokio::spawn(async move {
         let mut version = 0;
-        loop {
-            let waiting = Instant::now();
-            let Some(batch) = rx.recv().await else {
-                break;
-            };
-            tracing::debug!(
-                waited_ms = waiting.elapsed().as_millis() as u64,
-                "writer received a batch"
-            );
+        while let Some(batch) = rx.recv().await {
             version = writer::next_version(version);
             writer::write_batch(&writer_db, batch, version).await?;
         }
         Ok::<(), DbError>(())
     });
-
-    let file_count = files.len();
     let settings = read_settings(config);
     let self_names = config.tools.self_server_names.clone();
     let bar = progress.clone();
@@ -146,13 +166,9 @@ pub async fn run(
         let sink: reader::Sink<'_> =
             Box::new(|batch| tx.blocking_send(batch).map_err(|_| WriterGone));
         let mut reader = Reader::new(settings, &redactor, &self_tools, sink, &bar);
-        for file in &files {
-            let stored = stored.get(&file.file_key).cloned().unwrap_or_default();
-            reader.read_file(file, &stored)?;
-        }
+        read(&mut reader)?;
         reader.finish()
     });
-
     let read_result = reading
         .await
         .map_err(|e| IngestError::Reader(e.to_string()))?;
@@ -161,10 +177,5 @@ pub async fn run(
         .map_err(|e| IngestError::Reader(e.to_string()))?;
     progress.finish_and_clear();
     write_result?;
-    let counters = read_result.map_err(|e| IngestError::Reader(e.to_string()))?;
-    Ok(Summary {
-        files: file_count,
-        counters,
-        elapsed: started.elapsed(),
-    })
+    read_result.map_err(|e| IngestError::Reader(e.to_string()))
 }

@@ -168,7 +168,7 @@ pub async fn push_logs(
         .zip(&statuses)
         .map(|(log, status)| log.size.saturating_sub(status.received))
         .sum();
-    let progress = progress_bar(total, show_progress);
+    let progress = crate::ingest::progress_bar(total, show_progress);
     let mut sender = Sender {
         client,
         chunk_bytes,
@@ -267,21 +267,6 @@ fn name_of(log: &LogFile) -> LogName {
         harness: log.harness,
         path: log.path.to_string_lossy().into_owned(),
     }
-}
-
-fn progress_bar(total: u64, show: bool) -> indicatif::ProgressBar {
-    if !show {
-        return indicatif::ProgressBar::hidden();
-    }
-    let bar = indicatif::ProgressBar::new(total);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{spinner} [{elapsed_precise}] {wide_bar} {binary_bytes}/{binary_total_bytes} ({binary_bytes_per_sec}, {eta})",
-        )
-        .expect("valid template")
-        .progress_chars("=> "),
-    );
-    bar
 }
 
 /// Sends logs, one chunk at a time.

@@ -152,6 +152,14 @@ impl Harness {
         }
     }
 
+    /// The harness stored (or filtered) under `name`.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "claude" => Some(Self::ClaudeCode),
+            _ => Self::ALL.into_iter().find(|h| h.as_str() == name),
+        }
+    }
+
     /// The source name used for files named on the command line.
     pub fn default_source(self) -> &'static str {
         match self {

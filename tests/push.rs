@@ -484,3 +484,123 @@ async fn appends_are_idempotent_ordered_and_bounded() {
     cut.stop().await;
     server.stop().await;
 }
+
+#[tokio::test]
+async fn the_server_keeps_pushed_logs_and_reindex_rebuilds_them_with_the_same_ids() {
+    let dir = scratch("archive");
+    write_sessions(&dir, 0x44, 6, 5, "archiveword");
+    let (settings, db) = fresh_db().await;
+    let server = TestServer::start(team(settings.clone()), db.clone()).await;
+    let alice = client(&server, ALICE);
+    push::push_logs(&alice, &logs_under(&dir), 4096, false)
+        .await
+        .unwrap();
+    let pushed = snapshot(&db).await;
+
+    // The harness prunes its logs: the server still has every session, and a push of what is
+    // left changes nothing there.
+    let logs = logs_under(&dir);
+    for log in &logs[..3] {
+        std::fs::remove_file(&log.path).unwrap();
+    }
+    let after_prune = push::push_logs(&alice, &logs_under(&dir), 4096, false)
+        .await
+        .unwrap();
+    assert_eq!(after_prune.events, 0);
+    assert_eq!(snapshot(&db).await, pushed);
+
+    // Everything rebuilt from the archive: the same rows and IDs.
+    let config = team(settings).validate().unwrap();
+    let scratch_dir = scratch("archive-reindex");
+    let summary = moraine_mcp::ingest::reindex::run(
+        &config,
+        &db,
+        &moraine_mcp::ingest::reindex::Selection::default(),
+        &scratch_dir,
+        false,
+    )
+    .await
+    .unwrap();
+    assert_eq!((summary.logs, summary.from_archive), (6, 6));
+    assert!(summary.missing.is_empty());
+    let rebuilt = snapshot(&db).await;
+    assert_statistics_exact(&rebuilt);
+    assert_eq!(rebuilt, pushed);
+    assert_no_duplicates(&db).await;
+    server.stop().await;
+}
+
+/// Counts of sessions and events stored.
+async fn counts(db: &Db) -> (u64, u64) {
+    db.read(
+        "t",
+        "SELECT toUInt64(assumeNotNull((SELECT count() FROM sessions FINAL))), \
+                toUInt64(assumeNotNull((SELECT count() FROM events)))",
+    )
+    .fetch_optional(db, db.default_deadline())
+    .await
+    .unwrap()
+    .unwrap()
+}
+
+async fn wait_for(db: &Db, what: impl Fn((u64, u64)) -> bool) {
+    let started = Instant::now();
+    while !what(counts(db).await) {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "not pushed in time: {:?}",
+            counts(db).await
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn push_watch_follows_appends_and_new_files_until_stopped() {
+    let dir = scratch("watch");
+    write_sessions(&dir, 0x45, 2, 3, "watchword");
+    let (settings, db) = fresh_db().await;
+    let server = TestServer::start(team(settings), db.clone()).await;
+    let mut child = Command::new(BIN)
+        .args([
+            "push",
+            "--watch",
+            "--interval",
+            "1",
+            "--server",
+            &server.base,
+            "--token",
+            ALICE,
+        ])
+        .arg(&dir)
+        .env("HOME", &dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(&db, |(sessions, _)| sessions == 2).await;
+    let (_, before) = counts(&db).await;
+    // An append to a known log, and a new log.
+    let log = logs_under(&dir).remove(0);
+    let mut text = std::fs::read_to_string(&log.path).unwrap();
+    let extra = json!({"type": "user", "sessionId": "x", "timestamp": "2026-05-01T12:00:00Z",
+        "message": {"role": "user", "content": "one more watchword question"}});
+    text.push_str(&format!("{extra}\n"));
+    std::fs::write(&log.path, text).unwrap();
+    write_sessions(&dir.join("more"), 0x46, 1, 2, "watchword");
+    wait_for(&db, |(sessions, events)| {
+        sessions == 3 && events > before + 1
+    })
+    .await;
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = tokio::task::spawn_blocking(move || child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success(), "{status}");
+    server.stop().await;
+}

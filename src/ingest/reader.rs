@@ -117,13 +117,27 @@ pub trait LogBytes {
 pub struct DiskLog {
     file: File,
     size: u64,
+    /// The file is a copy of archived bytes (re-parsed by `reindex`).
+    archived: bool,
 }
 
 impl DiskLog {
     pub fn open(path: &std::path::Path) -> io::Result<Self> {
         let file = File::open(path)?;
         let size = file.metadata()?.len();
-        Ok(Self { file, size })
+        Ok(Self {
+            file,
+            size,
+            archived: false,
+        })
+    }
+
+    /// A file holding a log's archived bytes.
+    pub fn archive_copy(path: &std::path::Path) -> io::Result<Self> {
+        Ok(Self {
+            archived: true,
+            ..Self::open(path)?
+        })
     }
 }
 
@@ -149,6 +163,10 @@ impl LogBytes for DiskLog {
         reader.seek(SeekFrom::Start(offset))?;
         // Only what the size said: a file still growing is read up to that point this time.
         Ok(Box::new(reader.take(self.size.saturating_sub(offset))))
+    }
+
+    fn archived(&self) -> bool {
+        self.archived
     }
 }
 
@@ -264,6 +282,23 @@ impl Resume {
             state,
             generation: checkpoint.generation,
         })
+    }
+
+    /// From the start again, to rebuild what a log contributed (`reindex`): the rows of the
+    /// session its checkpoint names go first; the archive stays as it is.
+    pub fn again(file: &LogFile, checkpoint: &CheckpointRow) -> Self {
+        Self {
+            offset: 0,
+            line_no: 0,
+            state: FileState::fresh(file.harness),
+            retraction: Some(Retraction {
+                session_key: checkpoint.session_key,
+                after_line: 0,
+                keep_turns: 0,
+                archive: None,
+            }),
+            generation: checkpoint.generation,
+        }
     }
 
     /// Nothing to read: the checkpoint covers everything and nothing is orphaned.

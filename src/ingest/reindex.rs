@@ -1,0 +1,219 @@
+//! `moraine-mcp reindex`: rebuilds sessions, turns, events and the index from the logs this
+//! service holds, after an adapter fix. A log is re-read from its archived bytes (every pushed
+//! log, and local ones with `ingest.archive_local`), else from its file when it is still on
+//! disk; its earlier rows are retracted first, and the same bytes give the same IDs.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::files::{self, Origin};
+use super::push::{AppendError, read_archive};
+use super::reader::{DiskLog, Resume, Stored};
+use super::{IngestError, pipeline, progress_bar, reader::Counters};
+use crate::config::Config;
+use crate::db::{Db, DbError};
+use crate::rows::CheckpointRow;
+use crate::vocab::Harness;
+
+/// Archived bytes are copied out in pieces of at most this many bytes.
+const COPY_PIECE: u64 = 32 * 1024 * 1024;
+
+/// What a reindex did.
+#[derive(Debug, Clone)]
+pub struct ReindexSummary {
+    pub logs: usize,
+    pub from_archive: usize,
+    pub from_disk: usize,
+    /// Logs neither archived nor on disk any more: left as they are.
+    pub missing: Vec<String>,
+    pub counters: Counters,
+    pub elapsed: Duration,
+}
+
+impl std::fmt::Display for ReindexSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let c = &self.counters;
+        write!(
+            f,
+            "{} logs ({} from the archive, {} from disk, {} missing and left as they were); \
+             {} lines, {} events written, {} sessions, {} malformed lines, {} redactions; in {:.2} s",
+            self.logs,
+            self.from_archive,
+            self.from_disk,
+            self.missing.len(),
+            c.lines,
+            c.events,
+            c.sessions,
+            c.malformed,
+            c.redactions,
+            self.elapsed.as_secs_f64(),
+        )
+    }
+}
+
+/// Which logs to rebuild.
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    pub harness: Option<Harness>,
+    pub source: Option<String>,
+}
+
+/// Rebuilds the selected logs. `scratch` is where archived logs are copied to be read.
+pub async fn run(
+    config: &Config,
+    db: &Db,
+    selection: &Selection,
+    scratch: &Path,
+    show_progress: bool,
+) -> Result<ReindexSummary, IngestError> {
+    let started = Instant::now();
+    let checkpoints = checkpoints(db, selection).await?;
+    std::fs::create_dir_all(scratch)
+        .map_err(|e| IngestError::Reader(format!("cannot create {}: {e}", scratch.display())))?;
+    let mut jobs = Vec::new();
+    let mut missing = Vec::new();
+    let (mut from_archive, mut from_disk) = (0, 0);
+    for (i, checkpoint) in checkpoints.iter().enumerate() {
+        let Some(harness) = Harness::parse(&checkpoint.harness) else {
+            missing.push(checkpoint.path.clone());
+            continue;
+        };
+        let origin = if checkpoint.origin == "push" {
+            Origin::Push
+        } else {
+            Origin::Local
+        };
+        let copy = scratch.join(format!("{i}.log"));
+        let read_from = if archived_whole(db, checkpoint).await? {
+            copy_archive(db, checkpoint, &copy).await?;
+            from_archive += 1;
+            Source::Archive(copy)
+        } else if origin == Origin::Local && Path::new(&checkpoint.path).is_file() {
+            from_disk += 1;
+            Source::Disk(PathBuf::from(&checkpoint.path))
+        } else {
+            missing.push(checkpoint.path.clone());
+            continue;
+        };
+        let size = read_from.size();
+        let file = files::describe_log(
+            Path::new(&checkpoint.path),
+            harness,
+            &checkpoint.source,
+            origin,
+            size,
+        )
+        .map_err(|e| IngestError::Reader(e.to_string()))?;
+        jobs.push((file, checkpoint.clone(), read_from));
+    }
+    let total = jobs.iter().map(|(file, _, _)| file.size).sum();
+    let progress = progress_bar(total, show_progress);
+    let logs = checkpoints.len();
+    let counters = pipeline(config, db, &progress, move |reader| {
+        for (file, checkpoint, read_from) in &jobs {
+            let log = match read_from {
+                Source::Archive(path) => DiskLog::archive_copy(path),
+                Source::Disk(path) => DiskLog::open(path),
+            };
+            let log = match log {
+                Ok(log) => log,
+                Err(error) => {
+                    tracing::warn!(path = %checkpoint.path, %error, "cannot read a log to reindex; skipping it");
+                    continue;
+                }
+            };
+            let stored = Stored {
+                checkpoint: Some(checkpoint.clone()),
+                max_line: None,
+            };
+            let resume = Resume::again(file, checkpoint);
+            if let Err(error) = reader.read_log(file, &log, resume, &stored) {
+                match error {
+                    super::reader::ReadError::WriterGone => return Err(super::WriterGone),
+                    super::reader::ReadError::Io(error) => {
+                        tracing::warn!(path = %checkpoint.path, %error, "cannot read a log to reindex; skipping it");
+                    }
+                }
+            }
+            if let Source::Archive(path) = read_from {
+                let _ = std::fs::remove_file(path);
+            }
+        }
+        Ok(())
+    })
+    .await?;
+    Ok(ReindexSummary {
+        logs,
+        from_archive,
+        from_disk,
+        missing,
+        counters,
+        elapsed: started.elapsed(),
+    })
+}
+
+/// Where a log is re-read from.
+enum Source {
+    /// A copy of its archived bytes.
+    Archive(PathBuf),
+    /// Its file, still on this machine.
+    Disk(PathBuf),
+}
+
+impl Source {
+    fn size(&self) -> u64 {
+        let path = match self {
+            Self::Archive(path) | Self::Disk(path) => path,
+        };
+        std::fs::metadata(path).map_or(0, |m| m.len())
+    }
+}
+
+async fn checkpoints(db: &Db, selection: &Selection) -> Result<Vec<CheckpointRow>, DbError> {
+    db.read(
+        "reindex_checkpoints",
+        "SELECT ?fields FROM ingest_checkpoints FINAL \
+         WHERE ({harness:String} = '' OR harness = {harness:String}) \
+           AND ({source:String} = '' OR source = {source:String}) \
+         ORDER BY source, path",
+    )
+    .param("harness", selection.harness.map_or("", Harness::as_str))
+    .param("source", selection.source.as_deref().unwrap_or(""))
+    .fetch_all(db, db.default_deadline())
+    .await
+}
+
+/// Whether the archive holds every byte the checkpoint says was received.
+async fn archived_whole(db: &Db, checkpoint: &CheckpointRow) -> Result<bool, DbError> {
+    let stored: Option<u64> = db
+        .read(
+            "reindex_archived",
+            "SELECT sum(length(data)) FROM raw_chunks FINAL \
+             WHERE file_key = {f:UInt64} AND generation = {g:UInt32}",
+        )
+        .param("f", checkpoint.file_key)
+        .param("g", checkpoint.generation)
+        .fetch_optional(db, db.default_deadline())
+        .await?;
+    Ok(checkpoint.received > 0 && stored == Some(checkpoint.received))
+}
+
+/// Copies a log's archived bytes to `path`, a piece at a time.
+async fn copy_archive(db: &Db, checkpoint: &CheckpointRow, path: &Path) -> Result<(), IngestError> {
+    use std::io::Write as _;
+    let failed = |e: std::io::Error| IngestError::Reader(format!("{}: {e}", path.display()));
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path).map_err(failed)?);
+    let mut at = 0;
+    while at < checkpoint.received {
+        let to = (at + COPY_PIECE).min(checkpoint.received);
+        let piece = read_archive(db, checkpoint.file_key, checkpoint.generation, at, to)
+            .await
+            .map_err(|e| match e {
+                AppendError::Db(e) => IngestError::Db(e),
+                other => IngestError::Reader(other.to_string()),
+            })?;
+        out.write_all(&piece).map_err(failed)?;
+        at = to;
+    }
+    out.flush().map_err(failed)
+}
