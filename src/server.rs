@@ -69,15 +69,16 @@ pub(crate) fn router(
             auth::authenticate,
         )
     };
-    let ingest = ingest_api::routes(ingest_api::IngestApi {
-        push: Arc::new(
-            PushIngest::new(db.clone(), config.clone()).expect("validated redaction patterns"),
-        ),
-        slots: Arc::new(Semaphore::new(config.ingest.max_concurrent_requests)),
-        max_decoded_bytes: config.ingest.max_decoded_bytes,
-        metrics: metrics.clone(),
-    })
-    .layer(guard(Scope::Ingest));
+    let ingest = ingest_api::routes(
+        ingest_api::IngestApi {
+            push: Arc::new(
+                PushIngest::new(db.clone(), config.clone()).expect("validated redaction patterns"),
+            ),
+            max_decoded_bytes: config.ingest.max_decoded_bytes,
+            metrics: metrics.clone(),
+        },
+        guard(Scope::Ingest),
+    );
     let state = AppState {
         db,
         health_timeout: Duration::from_millis(config.clickhouse.health_timeout_ms),
@@ -101,11 +102,21 @@ pub(crate) fn router(
                 // Failures are logged by `guards::observe` (rate-limited) and `healthz_get`
                 // (on changes), not once per response.
                 .layer(TraceLayer::new_for_http().on_failure(()))
-                .layer(middleware::from_fn_with_state(metrics, guards::observe))
+                .layer(middleware::from_fn_with_state(
+                    metrics.clone(),
+                    guards::observe,
+                ))
                 .layer(middleware::from_fn(guards::require_one_host))
                 .layer(TimeoutLayer::with_status_code(
                     StatusCode::SERVICE_UNAVAILABLE,
                     Duration::from_secs(server.request_timeout_secs),
+                ))
+                .layer(middleware::from_fn_with_state(
+                    guards::IngestSlots {
+                        slots: Arc::new(Semaphore::new(config.ingest.max_concurrent_requests)),
+                        metrics: metrics.clone(),
+                    },
+                    guards::limit_ingest,
                 ))
                 .layer(middleware::from_fn_with_state(
                     guards::BodyLimits {

@@ -4,9 +4,10 @@
 mod common;
 
 use std::collections::BTreeSet;
+use std::time::Duration;
 
 use common::{TestServer, exchange, fresh_db, request};
-use moraine_mcp::config::{Settings, TokenConfig};
+use moraine_mcp::config::{Scope, Settings, TokenConfig};
 use moraine_mcp::db::Db;
 use moraine_mcp::metrics::Metrics;
 use serde_json::json;
@@ -22,6 +23,7 @@ type Case<'a> = (
 );
 
 const TOKEN: &str = "openapi-test-token-0123456789";
+const INGEST_TOKEN: &str = "openapi-ingest-token-0123456789";
 const METHODS: [&str; 7] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
 
 /// (path, METHOD, status) for every response the document lists.
@@ -50,7 +52,9 @@ fn address(server: &TestServer) -> String {
 }
 
 fn configured(mut config: Settings, stateful: bool) -> Settings {
-    config.auth.tokens = vec![TokenConfig::reader("openapi", TOKEN)];
+    let mut ingest = TokenConfig::reader("openapi-ingest", INGEST_TOKEN);
+    ingest.scopes = vec![Scope::Ingest];
+    config.auth.tokens = vec![TokenConfig::reader("openapi", TOKEN), ingest];
     config.server.stateful = stateful;
     config.server.request_body_limit_bytes = 64 * 1024;
     // A short request timeout, to see the 503 of a stalled upload; every inner deadline below it.
@@ -76,12 +80,20 @@ async fn every_documented_status_is_served_and_nothing_served_is_undocumented() 
     let mut slow_config = configured(config, false);
     slow_config.server.request_timeout_secs = 5;
     slow_config.server.body_timeout_secs = 1;
+    slow_config.ingest.max_concurrent_requests = 1;
     let slow = TestServer::start(slow_config, db.clone()).await;
     let (a, s, d) = (address(&stateless), address(&stateful), address(&down));
     let w = address(&slow);
 
     let bearer = format!("Bearer {TOKEN}");
     let auth = ("Authorization", bearer.as_str());
+    let ingest_bearer = format!("Bearer {INGEST_TOKEN}");
+    let ingest_auth = ("Authorization", ingest_bearer.as_str());
+    let status_body =
+        r#"{"files": [{"harness": "codex", "path": "/home/a/.codex/sessions/x.jsonl"}]}"#;
+    let line = "{\"type\":\"session_meta\",\"timestamp\":\"2026-05-01T00:00:00Z\",\"payload\":{\"id\":\"0194f3a2-7b1c-7d3e-9f00-1a2b3c4d5e6f\"}}\n";
+    let append = "/ingest/v1/append?harness=codex&path=/home/a/.codex/sessions/x.jsonl&offset=0";
+    let ingest_huge = "9999999";
     let json_type = ("Content-Type", "application/json");
     let accept_both = ("Accept", "application/json, text/event-stream");
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -338,6 +350,106 @@ async fn every_documented_status_is_served_and_nothing_served_is_undocumented() 
             "",
             413,
         ),
+        (
+            &a,
+            "/ingest/v1/status",
+            "POST",
+            vec![ingest_auth, json_type],
+            status_body,
+            200,
+        ),
+        (
+            &a,
+            "/ingest/v1/status",
+            "POST",
+            vec![ingest_auth, json_type],
+            "not json",
+            400,
+        ),
+        (
+            &a,
+            "/ingest/v1/status",
+            "POST",
+            vec![json_type],
+            status_body,
+            401,
+        ),
+        (
+            &a,
+            "/ingest/v1/status",
+            "POST",
+            vec![auth, json_type],
+            status_body,
+            403,
+        ),
+        (
+            &w,
+            "/ingest/v1/status",
+            "POST",
+            vec![ingest_auth, ("Content-Length", "100")],
+            "",
+            408,
+        ),
+        (
+            &a,
+            "/ingest/v1/status",
+            "POST",
+            vec![ingest_auth, ("Content-Length", ingest_huge)],
+            "",
+            413,
+        ),
+        (
+            &d,
+            "/ingest/v1/status",
+            "POST",
+            vec![ingest_auth, json_type],
+            status_body,
+            503,
+        ),
+        (&a, append, "POST", vec![ingest_auth], line, 200),
+        (
+            &a,
+            "/ingest/v1/append?harness=vim&path=/x&offset=0",
+            "POST",
+            vec![ingest_auth],
+            line,
+            400,
+        ),
+        (&a, append, "POST", vec![], line, 401),
+        (&a, append, "POST", vec![auth], line, 403),
+        (
+            &w,
+            append,
+            "POST",
+            vec![ingest_auth, ("Content-Length", "100")],
+            "",
+            408,
+        ),
+        (
+            &a,
+            "/ingest/v1/append?harness=codex&path=/home/a/.codex/sessions/x.jsonl&offset=99999",
+            "POST",
+            vec![ingest_auth],
+            line,
+            409,
+        ),
+        (
+            &a,
+            append,
+            "POST",
+            vec![ingest_auth, ("Content-Length", ingest_huge)],
+            "",
+            413,
+        ),
+        (
+            &a,
+            append,
+            "POST",
+            vec![ingest_auth, ("Content-Encoding", "br")],
+            line,
+            415,
+        ),
+        (&d, append, "POST", vec![ingest_auth], line, 503),
         (&a, "/metrics", "GET", vec![], "", 200),
         (
             &a,
@@ -362,7 +474,31 @@ async fn every_documented_status_is_served_and_nothing_served_is_undocumented() 
     for (addr, path, method, headers, body, expected) in &cases {
         let head = exchange(addr, &request(method, addr, path, headers, body)).await;
         assert_eq!(head.status, *expected, "{method} {path} {headers:?}");
-        served.insert((path.to_string(), method.to_string(), head.status));
+        let route = path.split('?').next().unwrap().to_owned();
+        served.insert((route, method.to_string(), head.status));
+    }
+    // The ingest API's one slot (on `w`) held by an upload that stalls: the next request waits
+    // for nothing and is told to come back.
+    for path in ["/ingest/v1/status", "/ingest/v1/append"] {
+        let mut holder = tokio::net::TcpStream::connect(&w).await.unwrap();
+        let held = request(
+            "POST",
+            &w,
+            append,
+            &[ingest_auth, ("Content-Length", "100")],
+            "",
+        );
+        tokio::io::AsyncWriteExt::write_all(&mut holder, held.as_bytes())
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let head = exchange(&w, &request("POST", &w, path, &[ingest_auth], "{}")).await;
+        assert_eq!(head.status, 429, "{path}");
+        assert!(head.headers.contains_key("retry-after"));
+        served.insert((path.to_owned(), "POST".to_owned(), head.status));
+        drop(holder);
+        // Until the slot is free again (the stalled upload times out).
+        tokio::time::sleep(Duration::from_millis(1500)).await;
     }
     let documented = documented();
     let undocumented: Vec<_> = served.difference(&documented).collect();

@@ -1,6 +1,7 @@
 //! Layers every request passes before a handler: a well-formed `Host`, a bounded body, and
 //! the request metrics (labelled by route and known method only, so clients cannot grow them).
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -12,14 +13,51 @@ use axum::response::{IntoResponse, Response};
 use bytes::{Bytes, BytesMut};
 use http_body_util::BodyExt as _;
 use serde_json::json;
+use tokio::sync::Semaphore;
 
 use crate::metrics::Metrics;
 
-/// A refused body is read on (and thrown away) up to this many bytes, so the client, which is
-/// still sending, sees the 413 instead of a reset connection.
+/// A refused body is read on (and thrown away) up to this many bytes while and after the 413 is
+/// sent, so a client that is still sending sees the 413 instead of a reset connection.
 const DRAIN_BYTES: u64 = 64 * 1024 * 1024;
 /// And for at most this long.
 const DRAIN_TIME: Duration = Duration::from_secs(5);
+
+/// The ingest API's requests in progress, from their first byte to their answer.
+#[derive(Clone)]
+pub(crate) struct IngestSlots {
+    pub(crate) slots: Arc<Semaphore>,
+    pub(crate) metrics: Metrics,
+}
+
+/// Takes one of the ingest API's few slots for the whole request (its upload included, which
+/// also bounds the memory bodies hold), or answers 429 with `Retry-After`: ingest cannot take
+/// more than its share of the server, and never ClickHouse query slots searches need.
+pub(crate) async fn limit_ingest(
+    State(ingest): State<IngestSlots>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if !request.uri().path().starts_with(INGEST_PREFIX) {
+        return next.run(request).await;
+    }
+    let Ok(_slot) = ingest.slots.try_acquire_owned() else {
+        ingest.metrics.observe_ingest("busy");
+        return (
+            StatusCode::TOO_MANY_REQUESTS,
+            [(header::RETRY_AFTER, "1")],
+            axum::Json(json!({
+                "error": "busy",
+                "message": "the server is handling as many ingest requests as it takes; retry shortly",
+            })),
+        )
+            .into_response();
+    };
+    next.run(request).await
+}
+
+/// Paths of the ingest API.
+pub(crate) const INGEST_PREFIX: &str = "/ingest/";
 
 /// RFC 9112 §3.2: an HTTP/1.1 request needs exactly one `Host` field line.
 pub(crate) async fn require_one_host(request: Request, next: Next) -> Response {
@@ -58,7 +96,7 @@ pub(crate) async fn limit_body(
     next: Next,
 ) -> Response {
     let (parts, body) = request.into_parts();
-    let max_bytes = if parts.uri.path().starts_with("/ingest/") {
+    let max_bytes = if parts.uri.path().starts_with(INGEST_PREFIX) {
         limits.ingest_max_bytes
     } else {
         limits.max_bytes
@@ -66,7 +104,7 @@ pub(crate) async fn limit_body(
     let declared = body.size_hint().lower();
     if declared > max_bytes as u64 {
         if declared <= DRAIN_BYTES {
-            drain(body).await;
+            tokio::spawn(drain(body));
         }
         return payload_too_large(max_bytes);
     }
@@ -76,7 +114,7 @@ pub(crate) async fn limit_body(
                 .await
         }
         Err(BodyError::TooLarge(rest)) => {
-            drain(rest).await;
+            tokio::spawn(drain(rest));
             payload_too_large(max_bytes)
         }
         Err(BodyError::Stalled) => (

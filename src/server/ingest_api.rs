@@ -1,7 +1,8 @@
 //! The ingest API: `POST /ingest/v1/status` (where each log stands) and `POST
 //! /ingest/v1/append` (bytes of one log from an offset, gzip- or zstd-encoded), for tokens with
 //! the `ingest` scope. Bounded: a size limit per request before and after decoding (413), and a
-//! few requests at a time (429 with `Retry-After`), so ingest never starves searches.
+//! few requests at a time (429 with `Retry-After`, see [`super::guards::limit_ingest`]), so
+//! ingest never starves searches.
 
 use std::io::Read;
 use std::sync::Arc;
@@ -14,7 +15,6 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use serde::Deserialize;
 use serde_json::json;
-use tokio::sync::Semaphore;
 
 use crate::auth::{self, Caller};
 use crate::db::DbError;
@@ -24,25 +24,36 @@ use crate::vocab::Harness;
 
 /// The source recorded for pushes to a server without tokens, when the client names none.
 const DEFAULT_SOURCE: &str = "push";
-/// Seconds a refused client waits before trying again.
-const RETRY_AFTER_BUSY: &str = "1";
+/// Seconds a client refused for a backend failure waits before trying again.
 const RETRY_AFTER_BACKEND: &str = "5";
 
 /// What the ingest routes share.
 #[derive(Clone)]
 pub(crate) struct IngestApi {
     pub(crate) push: Arc<PushIngest>,
-    /// Requests handled at once.
-    pub(crate) slots: Arc<Semaphore>,
     pub(crate) max_decoded_bytes: usize,
     pub(crate) metrics: Metrics,
 }
 
-/// The ingest routes (authentication is layered on by the caller).
-pub(crate) fn routes(api: IngestApi) -> Router {
+/// The ingest routes behind `guard` (which checks the token), only for the methods served:
+/// another method is a 405 for anyone.
+pub(crate) fn routes<L>(api: IngestApi, guard: L) -> Router
+where
+    L: tower::Layer<axum::routing::Route> + Clone + Send + Sync + 'static,
+    L::Service: tower::Service<axum::extract::Request, Error = std::convert::Infallible>
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    <L::Service as tower::Service<axum::extract::Request>>::Response: IntoResponse + 'static,
+    <L::Service as tower::Service<axum::extract::Request>>::Future: Send + 'static,
+{
     Router::new()
-        .route("/ingest/v1/status", post(status_post))
-        .route("/ingest/v1/append", post(append_post))
+        .route(
+            "/ingest/v1/status",
+            post(status_post).route_layer(guard.clone()),
+        )
+        .route("/ingest/v1/append", post(append_post).route_layer(guard))
         .with_state(api)
 }
 
@@ -71,10 +82,6 @@ async fn status_post(
     let source = match source_of(&caller, request.source.as_deref()) {
         Ok(source) => source,
         Err(refused) => return refused.into_response(),
-    };
-    let Ok(_slot) = api.slots.clone().try_acquire_owned() else {
-        api.metrics.observe_ingest("busy");
-        return busy();
     };
     match api.push.status(&source, &request.files).await {
         Ok(files) => axum::Json(json!({ "source": source, "files": files })).into_response(),
@@ -111,10 +118,6 @@ async fn append_post(
     let source = match source_of(&caller, params.source.as_deref()) {
         Ok(source) => source,
         Err(refused) => return refused.into_response(),
-    };
-    let Ok(_slot) = api.slots.clone().try_acquire_owned() else {
-        api.metrics.observe_ingest("busy");
-        return busy();
     };
     let bytes = match decode(&headers, &body, api.max_decoded_bytes).await {
         Ok(bytes) => bytes,
@@ -300,18 +303,6 @@ fn invalid(message: &str) -> Response {
     (
         StatusCode::BAD_REQUEST,
         axum::Json(json!({ "error": "invalid_request", "message": message })),
-    )
-        .into_response()
-}
-
-fn busy() -> Response {
-    (
-        StatusCode::TOO_MANY_REQUESTS,
-        [(header::RETRY_AFTER, RETRY_AFTER_BUSY)],
-        axum::Json(json!({
-            "error": "busy",
-            "message": "the server is handling as many ingest requests as it takes; retry shortly",
-        })),
     )
         .into_response()
 }
