@@ -167,6 +167,23 @@ struct SizeReport {
     rows: Vec<RowReport>,
     concurrent: ConcurrentReport,
     statements: Vec<StatementReport>,
+    push: PushReport,
+}
+
+/// The corpus pushed over loopback HTTP to the ingest API of a second service on the same
+/// engine, while one client searches the first.
+#[derive(Debug, Serialize)]
+struct PushReport {
+    events: u64,
+    seconds: f64,
+    events_per_second: f64,
+    /// Bytes sent (zstd) per byte of log.
+    compression_ratio: f64,
+    /// Push rate ÷ local ingest rate (goal ≥ 0.8).
+    of_local: f64,
+    /// Global searches while the push ran, and their P50 ÷ the idle P50 (goal ≤ 1.5).
+    searches_during: Percentiles,
+    p50_of_idle: f64,
 }
 
 /// One ClickHouse statement of the tools: how often it ran and its mean latency, single client.
@@ -248,6 +265,7 @@ async fn run_size(
     let mut rng = Pcg64Mcg::seed_from_u64(args.seed ^ size);
     let workload = Workload::sample(&loaded.db, &loaded.generated, &mut rng, requests).await?;
     let service = measure_service(args, &label, &loaded, &workload).await?;
+    let push = measure_push(&label, &loaded, &workload, &service).await?;
     let (seed_seconds, seeds) = if args.no_baseline {
         (None, vec![None; ROWS.len()])
     } else {
@@ -280,6 +298,7 @@ async fn run_size(
         concurrent: service.concurrent,
         rows: row_reports(service.measured, seeds, documents),
         statements: service.statements,
+        push,
     };
     drop_database(&config.clickhouse).await?;
     Ok(report)
@@ -447,6 +466,80 @@ async fn measure_service(
             goal_met: concurrent.throughput >= 150.0 && concurrent.client.p99 <= 500.0,
             latency: concurrent.client,
         },
+    })
+}
+
+/// Pushes the corpus to a second service (on a database of its own, on the same engine) over
+/// loopback HTTP with the product's push client, while one client keeps searching the first
+/// service: the push rate next to local ingest, and search latency during the push.
+async fn measure_push(
+    label: &str,
+    loaded: &Loaded,
+    workload: &Workload,
+    service: &ServiceMeasures,
+) -> anyhow::Result<PushReport> {
+    eprintln!("bench {label}: pushing the corpus over HTTP while searching");
+    let mut settings = loaded.config.settings();
+    settings.clickhouse.database = format!("bench_{label}_push");
+    let config = Arc::new(settings.validate()?);
+    drop_database(&config.clickhouse).await?;
+    let db = Db::new(&config.clickhouse, Metrics::new(&config.sla));
+    migrate::migrate(&config.clickhouse, &db).await?;
+    let shutdown = CancellationToken::new();
+    let target = app::spawn(
+        config.clone(),
+        db.clone(),
+        tokio::net::TcpListener::bind(config.server.listen).await?,
+        shutdown.clone(),
+    )?;
+    let searched = app::spawn(
+        loaded.config.clone(),
+        loaded.db.clone(),
+        tokio::net::TcpListener::bind(loaded.config.server.listen).await?,
+        shutdown.clone(),
+    )?;
+    let (logs, problems) = files::from_paths(
+        std::slice::from_ref(&loaded.generated.dir),
+        None,
+        Some("bench"),
+    );
+    anyhow::ensure!(problems.is_empty(), "corpus problems: {problems:?}");
+    let client = crate::push::Client::new(
+        &format!("http://{}", target.addr()),
+        None,
+        Some("bench"),
+        Duration::from_secs(60),
+    )?;
+    let searcher = McpClient::new(searched.mcp_url());
+    let done = CancellationToken::new();
+    let stop_searching = done.clone();
+    let queries = Arc::new(workload.global.clone());
+    let searching = tokio::spawn(async move {
+        searcher
+            .run_until("search_sessions", queries, stop_searching)
+            .await
+    });
+    let started = Instant::now();
+    let pushed = crate::push::push_logs(&client, &logs, 4 * 1024 * 1024, false).await;
+    let seconds = started.elapsed().as_secs_f64();
+    done.cancel();
+    let during = searching.await?;
+    shutdown.cancel();
+    let _ = target.wait().await;
+    let _ = searched.wait().await;
+    drop_database(&config.clickhouse).await?;
+    let pushed = pushed?;
+    anyhow::ensure!(pushed.failed == 0, "{} logs failed to push", pushed.failed);
+    let events_per_second = pushed.events as f64 / seconds.max(1e-9);
+    let idle = service.measured[0].client.p50;
+    Ok(PushReport {
+        events: pushed.events,
+        seconds,
+        events_per_second,
+        compression_ratio: pushed.compressed as f64 / pushed.bytes.max(1) as f64,
+        of_local: events_per_second / loaded.summary.events_per_second().max(1e-9),
+        p50_of_idle: during.p50 / idle.max(1e-9),
+        searches_during: during,
     })
 }
 
@@ -930,6 +1023,21 @@ fn markdown(reports: &[SizeReport]) -> String {
             r.bytes_per_event,
             r.bytes_on_disk as f64 / 1048576.0,
             r.log_bytes as f64 / 1048576.0,
+        ));
+        let p = &r.push;
+        out.push_str(&format!(
+            "\nPush over loopback HTTP (zstd, {:.2} of the log bytes sent): {:.0} events/s in {:.1} s, \
+             {:.0}% of local ingest (goal ≥ 80%: {}). Global search during the push: P50 {} ms \
+             ({} searches), {:.2}× idle (goal ≤ 1.5×: {}).\n",
+            p.compression_ratio,
+            p.events_per_second,
+            p.seconds,
+            p.of_local * 100.0,
+            if p.of_local >= 0.8 { "met" } else { "missed" },
+            ms(p.searches_during.p50),
+            p.searches_during.samples,
+            p.p50_of_idle,
+            if p.p50_of_idle <= 1.5 { "met" } else { "missed" },
         ));
         out.push_str("\nClickHouse statements behind the single-client rows (mean ms): ");
         let parts: Vec<String> = r

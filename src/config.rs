@@ -1061,6 +1061,32 @@ mod tests {
     }
 
     #[test]
+    fn test_team_tokens_as_docker_compose_writes_them() {
+        let tokens = r#"[{ name = "compose", token = "0123456789abcdef0123" }, { name = "alice-laptop", token = "fedcba9876543210fedc", scopes = ["ingest"], source = "alice" }, ]"#;
+        let config =
+            Settings::from_toml_with_env("", &env(&[("MORAINE_MCP_AUTH__TOKENS", tokens)]))
+                .unwrap()
+                .validate()
+                .unwrap();
+        let [reader, laptop] = &config.auth.tokens[..] else {
+            panic!("two tokens")
+        };
+        assert_eq!(
+            (reader.scopes.as_slice(), reader.ingest_source()),
+            (&[Scope::Read][..], "compose")
+        );
+        assert_eq!(
+            (laptop.scopes.as_slice(), laptop.ingest_source()),
+            (&[Scope::Ingest][..], "alice")
+        );
+        let empty_team = r#"[{ name = "compose", token = "0123456789abcdef0123" }, ]"#;
+        let config =
+            Settings::from_toml_with_env("", &env(&[("MORAINE_MCP_AUTH__TOKENS", empty_team)]))
+                .unwrap();
+        assert_eq!(config.auth.tokens.len(), 1);
+    }
+
+    #[test]
     fn test_tokens_must_be_strong_and_distinct() {
         let token = TokenConfig::reader;
         let mut config = Settings::default();

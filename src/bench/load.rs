@@ -115,6 +115,30 @@ impl McpClient {
             .unwrap_or(0.0))
     }
 
+    /// Calls the tool with `requests` in turn, one at a time, until `stop`; the client-side
+    /// latencies of the calls that succeeded.
+    pub(crate) async fn run_until(
+        &self,
+        tool: &str,
+        requests: Arc<Vec<Value>>,
+        stop: tokio_util::sync::CancellationToken,
+    ) -> Percentiles {
+        let mut samples = Vec::new();
+        if requests.is_empty() {
+            return Percentiles::of(samples);
+        }
+        for arguments in requests.iter().cycle() {
+            if stop.is_cancelled() {
+                break;
+            }
+            let sent = Instant::now();
+            if self.call(tool, arguments).await.is_ok() {
+                samples.push(millis(sent.elapsed()));
+            }
+        }
+        Percentiles::of(samples)
+    }
+
     /// Runs `requests` through `clients` concurrent callers, after `warmup` unmeasured calls.
     pub(crate) async fn run(
         &self,

@@ -248,6 +248,7 @@ config = tomllib.loads((root / "config/moraine-mcp.toml").read_text())
 edges |= {round(ms / 1000, 6) for ms in config["sla"].values()}
 
 server_rs = (root / "src/server.rs").read_text()
+server_rs += "".join(p.read_text() for p in sorted((root / "src/server").glob("*.rs")))
 routes = set(re.findall(r'\.route\(\s*"([^"]+)"', server_rs)) | {config["server"]["mcp_path"]}
 
 
@@ -431,7 +432,7 @@ since = len(problems)
 spec = load_yaml("openapi/openapi.yaml") or {}
 if set(spec.get("paths", {})) != routes:
     problem("openapi/openapi.yaml", f"paths {sorted(spec.get('paths', {}))} differ from the routes "
-            f"served according to src/server.rs and server.mcp_path: {sorted(routes)}")
+            f"served according to src/server.rs, src/server/ and server.mcp_path: {sorted(routes)}")
 if spec.get("info", {}).get("version") != re.search(r'^version\s*=\s*"([^"]+)"', (root / "Cargo.toml").read_text(), re.M).group(1):
     problem("openapi/openapi.yaml", "info.version differs from the version in Cargo.toml")
 done("OpenAPI paths match the routes", since)
@@ -725,6 +726,21 @@ EOF
           - {labels: 'ALERTS{alertname="MoraineMcpClickHouseUnavailable",alertstate="firing",severity="critical",instance="a"}', value: 1}
           - {labels: 'ALERTS{alertname="MoraineMcpNotReady",alertstate="firing",severity="critical",instance="a"}', value: 1}
           - {labels: 'ALERTS{alertname="MoraineMcpQueriesQueueing",alertstate="firing",severity="warning",job="moraine-mcp",instance="a",state="waiting"}', value: 1}
+
+  # Team memory: alice last pushed 7 hours ago, bob a minute ago; some pushes fail.
+  - interval: 1m
+    input_series:
+      - {series: 'up{job="moraine-mcp",instance="a"}', values: '1+0x480'}
+      - {series: 'moraine_mcp_ingest_last_push_timestamp_seconds{job="moraine-mcp",instance="a",source="alice"}', values: '0+0x480'}
+      - {series: 'moraine_mcp_ingest_last_push_timestamp_seconds{job="moraine-mcp",instance="a",source="bob"}', values: '0+60x480'}
+      - {series: 'moraine_mcp_ingest_requests_total{job="moraine-mcp",instance="a",outcome="ok"}', values: '0+10x480'}
+      - {series: 'moraine_mcp_ingest_requests_total{job="moraine-mcp",instance="a",outcome="failed"}', values: '0+2x480'}
+    promql_expr_test:
+      - expr: 'ALERTS{alertstate="firing"}'
+        eval_time: 7h
+        exp_samples:
+          - {labels: 'ALERTS{alertname="MoraineMcpSourceQuiet",alertstate="firing",severity="warning",source="alice"}', value: 1}
+          - {labels: 'ALERTS{alertname="MoraineMcpIngestFailing",alertstate="firing",severity="warning"}', value: 1}
 
   # /healthz alternating between 503 and 200 is not "not ready".
   - interval: 1m
