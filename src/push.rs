@@ -2,22 +2,26 @@
 //!
 //! For every log it asks the server where the log stands, checks that the local file still
 //! starts with what was sent (else the file was replaced and is sent again from the start), and
-//! sends what is new in bounded, zstd-compressed chunks. Connection errors, 429 and 503 are
+//! sends what is new in bounded, zstd-compressed batches: many small logs (or one piece of a
+//! large one) per request, two requests in flight, so the server writes in large batches as
+//! local ingest does. Connection errors, 429 and 503 are
 //! retried with growing pauses (and the server's `Retry-After`); a server that restarts
 //! mid-push is resumed from where it stands. `--watch` keeps following the logs.
 
 mod client;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 
 use crate::config::Config;
 use crate::ingest::files::{self, LogFile};
-use crate::ingest::push::{Appended, LogName, LogStatus};
+use crate::ingest::push::batch::{Outcome, Refusal};
+use crate::ingest::push::{Append, Appended, LogName, LogStatus};
 use crate::ingest::reader::{DiskLog, LogBytes};
 use crate::vocab::Harness;
 pub use client::Client;
@@ -25,8 +29,14 @@ use client::Failure;
 
 /// Most logs asked about in one status request.
 const STATUS_BATCH: usize = 1000;
-/// The smallest chunk a 413 can shrink the chunk size to.
+/// The smallest request a 413 can shrink the request size to; a log is not cut into pieces
+/// smaller than this to fill up a request.
 const MIN_CHUNK_BYTES: usize = 64 * 1024;
+/// Requests in flight at once: the server takes two ingest requests at a time by default, and
+/// two keep both its parsing and its writing busy.
+const IN_FLIGHT: usize = 2;
+/// Most logs in one request.
+const BATCH_LOGS: usize = 256;
 
 #[derive(Debug, clap::Args)]
 pub struct PushArgs {
@@ -50,8 +60,8 @@ pub struct PushArgs {
     /// With --watch: seconds between looks at the logs.
     #[arg(long, default_value_t = 2)]
     interval: u64,
-    /// Largest chunk sent at once, in bytes (before compression).
-    #[arg(long, default_value_t = 4 * 1024 * 1024)]
+    /// Most log bytes sent in one request (before compression).
+    #[arg(long, default_value_t = 8 * 1024 * 1024)]
     chunk_bytes: usize,
     /// How long to keep retrying an unreachable or overloaded server, in seconds.
     #[arg(long, default_value_t = 600)]
@@ -169,25 +179,34 @@ pub async fn push_logs(
         .map(|(log, status)| log.size.saturating_sub(status.received))
         .sum();
     let progress = crate::ingest::progress_bar(total, show_progress);
-    let mut sender = Sender {
-        client,
-        chunk_bytes,
-        progress: &progress,
-    };
+    let mut jobs = VecDeque::new();
     for (log, status) in logs.iter().zip(statuses) {
-        match sender.sync(log, status, &mut summary).await {
-            Ok(()) => {}
-            Err(Failure::Fatal(error)) => {
-                progress.finish_and_clear();
-                return Err(error);
+        match Job::plan(log, status) {
+            Ok(Some(job)) => {
+                summary.sent += 1;
+                summary.replaced += usize::from(job.replace);
+                jobs.push_back(job);
             }
-            Err(Failure::Log(error)) => {
+            Ok(None) => summary.unchanged += 1,
+            Err(error) => {
                 summary.failed += 1;
                 eprintln!("warning: {}: {error:#}", log.path.display());
             }
         }
     }
+    let sender = Sender {
+        client,
+        progress: &progress,
+        queue: Mutex::new(jobs),
+        summary: Mutex::new(summary),
+    };
+    let workers = (0..IN_FLIGHT).map(|_| sender.work(chunk_bytes));
+    let finished = futures_util::future::join_all(workers).await;
     progress.finish_and_clear();
+    if let Some(error) = finished.into_iter().find_map(Result::err) {
+        return Err(error);
+    }
+    let mut summary = sender.summary.into_inner().expect("push state");
     summary.elapsed = started.elapsed();
     Ok(summary)
 }
@@ -269,71 +288,178 @@ fn name_of(log: &LogFile) -> LogName {
     }
 }
 
-/// Sends logs, one chunk at a time.
+/// A log with bytes to send.
+struct Job {
+    path: PathBuf,
+    name: LogName,
+    local: DiskLog,
+    /// The next byte to send.
+    offset: u64,
+    /// The local size when the push began: bytes written since wait for the next push.
+    size: u64,
+    /// The server holds another file under this name: start over.
+    replace: bool,
+}
+
+impl Job {
+    /// What to send of `log`, given where it stands on the server; `None` when nothing.
+    fn plan(log: &LogFile, status: LogStatus) -> anyhow::Result<Option<Self>> {
+        let local = DiskLog::open(&log.path)?;
+        let size = local.size();
+        let replace = !still_starts_with_what_was_sent(&local, &status)?;
+        let offset = if replace { 0 } else { status.received };
+        Ok((offset < size).then(|| Self {
+            path: log.path.clone(),
+            name: name_of(log),
+            local,
+            offset,
+            size,
+            replace,
+        }))
+    }
+
+    /// Takes the server's word on where the log stands after a refusal.
+    fn resync(&mut self, status: &LogStatus) -> std::io::Result<()> {
+        self.replace = !still_starts_with_what_was_sent(&self.local, status)?;
+        self.offset = if self.replace { 0 } else { status.received };
+        Ok(())
+    }
+}
+
+/// Sends the queued logs in batches, [`IN_FLIGHT`] requests at a time (workers on one task;
+/// the locks are never held across a wait). A log being sent belongs to one worker until it
+/// is done, so its pieces arrive in order.
 struct Sender<'a> {
     client: &'a Client,
-    chunk_bytes: usize,
     progress: &'a indicatif::ProgressBar,
+    queue: Mutex<VecDeque<Job>>,
+    summary: Mutex<PushSummary>,
 }
 
 impl Sender<'_> {
-    /// Brings one log on the server up to its local end.
-    async fn sync(
-        &mut self,
-        log: &LogFile,
-        mut status: LogStatus,
-        summary: &mut PushSummary,
-    ) -> Result<(), Failure> {
-        let local = DiskLog::open(&log.path).map_err(|e| Failure::Log(e.into()))?;
-        let size = local.size();
-        let mut replace = !still_starts_with_what_was_sent(&local, &status)
-            .map_err(|e| Failure::Log(e.into()))?;
-        if !replace && status.received >= size {
-            summary.unchanged += 1;
-            return Ok(());
-        }
-        if replace {
-            summary.replaced += 1;
-            status.received = 0;
-        }
-        summary.sent += 1;
-        let name = name_of(log);
-        let mut offset = status.received;
-        let mut chunk_bytes = self.chunk_bytes;
-        while offset < size {
-            let chunk = read_chunk(&log.path, offset, size, chunk_bytes)
-                .map_err(|e| Failure::Log(e.into()))?;
-            match self.client.append(&name, offset, replace, &chunk).await {
-                Ok((appended, compressed)) => {
-                    let sent = appended.received.saturating_sub(offset);
-                    self.progress.inc(sent);
-                    summary.bytes += sent;
-                    summary.compressed += compressed;
-                    summary.add(&appended);
-                    offset = appended.received;
-                    replace = false;
+    /// Sends batches until the queue is empty; an error is fatal to the whole push.
+    async fn work(&self, mut max_bytes: usize) -> anyhow::Result<()> {
+        // Logs this worker continues: those sent in part, and those refused and asked about.
+        let mut mine: Vec<Job> = Vec::new();
+        loop {
+            let batch = self.fill(&mut mine, max_bytes);
+            if batch.is_empty() {
+                return Ok(());
+            }
+            let appends: Vec<Append<'_>> = batch
+                .iter()
+                .map(|(job, bytes)| Append {
+                    log: job.name.clone(),
+                    offset: job.offset,
+                    replace: job.replace,
+                    bytes,
+                })
+                .collect();
+            let answer = self.client.batch(&appends).await;
+            drop(appends);
+            let jobs = batch.into_iter().map(|(job, _)| job);
+            match answer {
+                Ok((outcomes, compressed)) => {
+                    self.summary.lock().expect("push state").compressed += compressed;
+                    for (job, outcome) in jobs.zip(outcomes) {
+                        if let Some(job) = self.settle(job, outcome).await? {
+                            mine.push(job);
+                        }
+                    }
                 }
-                Err(Failure::Log(error))
-                    if is_too_large(&error) && chunk_bytes > MIN_CHUNK_BYTES =>
-                {
-                    chunk_bytes /= 2;
+                Err(Failure::Log(error)) if is_too_large(&error) && max_bytes > MIN_CHUNK_BYTES => {
+                    max_bytes /= 2;
+                    mine.extend(jobs);
                 }
-                Err(Failure::Log(error)) if is_conflict(&error) => {
-                    // The server holds something else: ask again, and start over if needed.
-                    let now = self
-                        .client
-                        .status(std::slice::from_ref(&name))
-                        .await?
-                        .pop()
-                        .ok_or_else(|| Failure::Log(anyhow::anyhow!("no status for the log")))?;
-                    replace = !still_starts_with_what_was_sent(&local, &now)
-                        .map_err(|e| Failure::Log(e.into()))?;
-                    offset = if replace { 0 } else { now.received };
+                Err(Failure::Log(error)) => {
+                    for job in jobs {
+                        self.fail(&job, &error);
+                    }
                 }
-                Err(other) => return Err(other),
+                Err(Failure::Fatal(error)) => return Err(error),
             }
         }
-        Ok(())
+    }
+
+    /// The next request's logs and their bytes: the worker's own logs first, then queued
+    /// ones, up to `max_bytes` and [`BATCH_LOGS`]. A log that does not fit is cut at a line
+    /// end and its rest sent next.
+    fn fill(&self, mine: &mut Vec<Job>, max_bytes: usize) -> Vec<(Job, Vec<u8>)> {
+        let mut batch = Vec::new();
+        let mut room = max_bytes;
+        while batch.len() < BATCH_LOGS {
+            let Some(job) = mine
+                .pop()
+                .or_else(|| self.queue.lock().expect("push state").pop_front())
+            else {
+                break;
+            };
+            let left = (job.size - job.offset) as usize;
+            if !batch.is_empty() && room < left.min(MIN_CHUNK_BYTES) {
+                mine.push(job);
+                break;
+            }
+            match read_chunk(&job.path, job.offset, job.size, room.max(1)) {
+                Ok(bytes) => {
+                    room = room.saturating_sub(bytes.len());
+                    batch.push((job, bytes));
+                }
+                Err(error) => self.fail(&job, &error.into()),
+            }
+            if room == 0 {
+                break;
+            }
+        }
+        batch
+    }
+
+    /// Takes one log's outcome: the job again when more of it is to be sent.
+    async fn settle(&self, mut job: Job, outcome: Outcome) -> anyhow::Result<Option<Job>> {
+        match outcome {
+            Outcome::Appended(appended) => {
+                let sent = appended.received.saturating_sub(job.offset);
+                self.progress.inc(sent);
+                let mut summary = self.summary.lock().expect("push state");
+                summary.bytes += sent;
+                summary.add(&appended);
+                job.offset = appended.received;
+                job.replace = false;
+            }
+            Outcome::Refused(Refusal { error, .. })
+                if error == "offset_mismatch" || error == "content_mismatch" =>
+            {
+                // The server holds something else: ask again, and start over if needed.
+                let status = match self.client.status(std::slice::from_ref(&job.name)).await {
+                    Ok(mut statuses) => statuses.pop(),
+                    Err(Failure::Fatal(error)) => return Err(error),
+                    Err(Failure::Log(error)) => {
+                        self.fail(&job, &error);
+                        return Ok(None);
+                    }
+                };
+                let Some(status) = status else {
+                    self.fail(&job, &anyhow::anyhow!("no status for the log"));
+                    return Ok(None);
+                };
+                if let Err(error) = job.resync(&status) {
+                    self.fail(&job, &error.into());
+                    return Ok(None);
+                }
+            }
+            Outcome::Refused(refusal) => {
+                self.fail(
+                    &job,
+                    &anyhow::anyhow!("the server refused it: {}", refusal.message),
+                );
+                return Ok(None);
+            }
+        }
+        Ok((job.offset < job.size).then_some(job))
+    }
+
+    fn fail(&self, job: &Job, error: &anyhow::Error) {
+        self.summary.lock().expect("push state").failed += 1;
+        eprintln!("warning: {}: {error:#}", job.path.display());
     }
 }
 
@@ -374,12 +500,6 @@ fn is_too_large(error: &anyhow::Error) -> bool {
     error
         .downcast_ref::<client::Refused>()
         .is_some_and(|r| r.status == 413)
-}
-
-fn is_conflict(error: &anyhow::Error) -> bool {
-    error
-        .downcast_ref::<client::Refused>()
-        .is_some_and(|r| r.status == 409)
 }
 
 #[cfg(test)]

@@ -93,6 +93,11 @@ async fn every_documented_status_is_served_and_nothing_served_is_undocumented() 
         r#"{"files": [{"harness": "codex", "path": "/home/a/.codex/sessions/x.jsonl"}]}"#;
     let line = "{\"type\":\"session_meta\",\"timestamp\":\"2026-05-01T00:00:00Z\",\"payload\":{\"id\":\"0194f3a2-7b1c-7d3e-9f00-1a2b3c4d5e6f\"}}\n";
     let append = "/ingest/v1/append?harness=codex&path=/home/a/.codex/sessions/x.jsonl&offset=0";
+    let batch_body = format!(
+        "{{\"logs\":[{{\"harness\":\"codex\",\"path\":\"/home/a/.codex/sessions/y.jsonl\",\"offset\":0,\"length\":{}}}]}}\n{line}",
+        line.len()
+    );
+    let batch = "/ingest/v1/batch";
     let ingest_huge = "9999999";
     let json_type = ("Content-Type", "application/json");
     let accept_both = ("Accept", "application/json, text/event-stream");
@@ -450,6 +455,35 @@ async fn every_documented_status_is_served_and_nothing_served_is_undocumented() 
             415,
         ),
         (&d, append, "POST", vec![ingest_auth], line, 503),
+        (&a, batch, "POST", vec![ingest_auth], &batch_body, 200),
+        (&a, batch, "POST", vec![ingest_auth], line, 400),
+        (&a, batch, "POST", vec![], &batch_body, 401),
+        (&a, batch, "POST", vec![auth], &batch_body, 403),
+        (
+            &w,
+            batch,
+            "POST",
+            vec![ingest_auth, ("Content-Length", "100")],
+            "",
+            408,
+        ),
+        (
+            &a,
+            batch,
+            "POST",
+            vec![ingest_auth, ("Content-Length", ingest_huge)],
+            "",
+            413,
+        ),
+        (
+            &a,
+            batch,
+            "POST",
+            vec![ingest_auth, ("Content-Encoding", "br")],
+            &batch_body,
+            415,
+        ),
+        (&d, batch, "POST", vec![ingest_auth], &batch_body, 503),
         (&a, "/metrics", "GET", vec![], "", 200),
         (
             &a,
@@ -479,7 +513,7 @@ async fn every_documented_status_is_served_and_nothing_served_is_undocumented() 
     }
     // The ingest API's one slot (on `w`) held by an upload that stalls: the next request waits
     // for nothing and is told to come back.
-    for path in ["/ingest/v1/status", "/ingest/v1/append"] {
+    for path in ["/ingest/v1/status", "/ingest/v1/append", "/ingest/v1/batch"] {
         let mut holder = tokio::net::TcpStream::connect(&w).await.unwrap();
         let held = request(
             "POST",

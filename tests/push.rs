@@ -604,3 +604,179 @@ async fn push_watch_follows_appends_and_new_files_until_stopped() {
     assert!(status.success(), "{status}");
     server.stop().await;
 }
+
+#[tokio::test]
+async fn a_replaced_log_is_sent_again_and_replaces_what_it_contributed() {
+    let dir = scratch("replaced");
+    write_sessions(&dir, 0x47, 3, 6, "firstword");
+    let (settings, db) = fresh_db().await;
+    let server = TestServer::start(team(settings), db.clone()).await;
+    let alice = client(&server, ALICE);
+    push::push_logs(&alice, &logs_under(&dir), 4096, false)
+        .await
+        .unwrap();
+    // The harness rewrote one log: shorter, and different from its first byte on.
+    let log = logs_under(&dir).remove(0);
+    let text = std::fs::read_to_string(&log.path).unwrap();
+    let rewritten: String = text
+        .lines()
+        .take(5)
+        .map(|line| line.replace("firstword", "secondword") + "\n")
+        .collect();
+    std::fs::write(&log.path, rewritten).unwrap();
+    let again = push::push_logs(&alice, &logs_under(&dir), 4096, false)
+        .await
+        .unwrap();
+    assert_eq!((again.replaced, again.unchanged, again.failed), (1, 2, 0));
+    let pushed = snapshot(&db).await;
+    assert_statistics_exact(&pushed);
+    assert_eq!(pushed, local_reference(&[&dir]).await);
+    // The old generation of the archive is gone; the new one is complete.
+    let generations: Vec<(u64, u32)> = db
+        .read(
+            "t",
+            "SELECT file_key, max(generation) FROM raw_chunks FINAL GROUP BY file_key HAVING min(generation) != max(generation)",
+        )
+        .fetch_all(&db, db.default_deadline())
+        .await
+        .unwrap();
+    assert!(
+        generations.is_empty(),
+        "stale archive generations: {generations:?}"
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn gzip_bodies_are_accepted_and_unknown_encodings_refused() {
+    use std::io::Write as _;
+    let dir = scratch("gzip");
+    write_sessions(&dir, 0x48, 1, 3, "gzipword");
+    let log = logs_under(&dir).remove(0);
+    let bytes = std::fs::read(&log.path).unwrap();
+    let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gzip.write_all(&bytes).unwrap();
+    let gzip = gzip.finish().unwrap();
+    let (settings, db) = fresh_db().await;
+    let server = TestServer::start(team(settings), db.clone()).await;
+    let url = format!(
+        "{}/ingest/v1/append?harness=claude-code&path={}&offset=0",
+        server.base,
+        log.path.display()
+    );
+    let request = axum::http::Request::post(&url)
+        .header("authorization", format!("Bearer {ALICE}"))
+        .header("content-encoding", "gzip")
+        .body(http_body_util::Full::new(bytes::Bytes::from(gzip)))
+        .unwrap();
+    let response = common::http().request(request).await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(snapshot(&db).await, local_reference(&[&dir]).await);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_batch_writes_many_logs_at_once_and_refuses_one_log_alone() {
+    let dir = scratch("batch");
+    write_sessions(&dir, 0x45, 3, 3, "batchword");
+    let logs = logs_under(&dir);
+    let texts: Vec<String> = logs
+        .iter()
+        .map(|l| std::fs::read_to_string(&l.path).unwrap())
+        .collect();
+    let (settings, db) = fresh_db().await;
+    let server = TestServer::start(team(settings), db.clone()).await;
+    let bearer = format!("Bearer {ALICE}");
+    let post = |body: String| {
+        let url = format!("{}/ingest/v1/batch", server.base);
+        let bearer = bearer.clone();
+        async move { send("POST", &url, &[("authorization", bearer.as_str())], &body).await }
+    };
+    // One head line naming each part, then the parts' bytes.
+    // Parts are (log, from, to); `to` 0 means the end.
+    let batch = |parts: &[(usize, usize, usize)]| {
+        let range = |&(i, from, to): &(usize, usize, usize)| {
+            &texts[i][from..if to == 0 { texts[i].len() } else { to }]
+        };
+        let head: Vec<_> = parts
+            .iter()
+            .map(|part| {
+                json!({
+                    "harness": "claude-code",
+                    "path": logs[part.0].path.display().to_string(),
+                    "offset": part.1,
+                    "length": range(part).len(),
+                })
+            })
+            .collect();
+        let mut body = json!({ "logs": head }).to_string();
+        body.push('\n');
+        for part in parts {
+            body.push_str(range(part));
+        }
+        body
+    };
+    let line = texts[0].find('\n').unwrap() + 1;
+    let first = post(batch(&[(0, 0, line)])).await;
+    assert_eq!(first.status, 200, "{first:?}");
+    assert_eq!(first.json()["source"], "alice");
+    assert_eq!(first.json()["logs"][0]["received"], line);
+
+    // A gap in log 0 and log 1 named twice are refused; logs 1 and 2 are written anyway.
+    let mixed = post(batch(&[(0, line + 10, 0), (1, 0, 0), (1, 0, 0), (2, 0, 0)])).await;
+    assert_eq!(mixed.status, 200, "{mixed:?}");
+    let answer = mixed.json();
+    let outcomes = answer["logs"].as_array().unwrap();
+    assert_eq!(outcomes.len(), 4);
+    assert_eq!(outcomes[0]["error"], "offset_mismatch");
+    assert_eq!(outcomes[0]["received"], line);
+    assert_eq!(outcomes[1]["received"], texts[1].len());
+    assert!(outcomes[1]["events"].as_u64().unwrap() > 0);
+    assert_eq!(outcomes[2]["error"], "invalid_request");
+    assert!(
+        outcomes[2]["message"]
+            .as_str()
+            .unwrap()
+            .contains("named twice")
+    );
+    assert_eq!(outcomes[3]["received"], texts[2].len());
+
+    let rest = post(batch(&[(0, line, 0)])).await;
+    assert_eq!(
+        rest.json()["logs"][0]["received"],
+        texts[0].len(),
+        "{rest:?}"
+    );
+
+    // Everything sent once, in three batches, is what a local ingest of the files stores.
+    let reference = local_reference(&[&dir]).await;
+    let pushed = snapshot(&db).await;
+    assert_statistics_exact(&pushed);
+    assert_eq!(pushed, reference);
+
+    // Resent: every log is a duplicate; nothing is written.
+    let again = post(batch(&[(0, 0, 0), (1, 0, 0), (2, 0, 0)])).await;
+    let answer = again.json();
+    assert!(
+        answer["logs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|o| o["duplicate"] == true),
+        "{answer}"
+    );
+    assert_eq!(snapshot(&db).await, reference);
+
+    // A body that is not a batch is refused as a whole.
+    for bad in [
+        "no head line".to_owned(),
+        "{\"logs\":[]}\n".to_owned(),
+        batch(&[(0, 0, 0)])[..40].to_owned(),
+        format!("{}trailing", batch(&[(0, 0, 0)])),
+    ] {
+        let refused = post(bad).await;
+        assert_eq!(refused.status, 400, "{refused:?}");
+        assert_eq!(refused.json()["error"], "invalid_request");
+    }
+    server.stop().await;
+}

@@ -6,6 +6,8 @@
 //! (the checkpoint last), so a request that fails moves nothing; a resent range is recognised
 //! by comparing it with the archive.
 
+pub mod batch;
+
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex, Weak};
@@ -107,14 +109,28 @@ pub struct PushIngest {
     version: Mutex<u64>,
 }
 
-/// One append request.
+/// One log's bytes in an append request.
+#[derive(Debug)]
 pub struct Append<'a> {
-    pub source: &'a str,
-    pub log: &'a LogName,
+    pub log: LogName,
     pub offset: u64,
     /// The log was replaced: forget what is stored and start over from these bytes.
     pub replace: bool,
     pub bytes: &'a [u8],
+}
+
+/// What an append request does for each of its logs: appended, or refused for that log alone
+/// (an [`AppendError::refuses_one_log`] error).
+pub type Outcomes = Vec<Result<Appended, AppendError>>;
+
+impl AppendError {
+    /// The error concerns one log of a request, not the request: the others go ahead.
+    pub fn refuses_one_log(&self) -> bool {
+        matches!(
+            self,
+            Self::Invalid(_) | Self::OffsetMismatch { .. } | Self::ContentMismatch { .. }
+        )
+    }
 }
 
 impl PushIngest {
@@ -152,51 +168,92 @@ impl PushIngest {
             .collect())
     }
 
-    /// Appends the bytes of one request to a log: archived, parsed and written, or refused.
-    pub async fn append(&self, append: Append<'_>) -> Result<Appended, AppendError> {
-        let file = describe(append.source, append.log)?;
-        let lock = self.lock(file.file_key);
-        let _held = lock.lock().await;
-        let stored = writer::load_stored(&self.db, std::slice::from_ref(&file))
-            .await?
-            .remove(&file.file_key)
-            .unwrap_or_default();
-        let plan = self.plan(&file, &stored, &append).await?;
-        let Some(plan) = plan else {
-            let checkpoint = stored.checkpoint.as_ref();
-            let status = status_of(append.log, checkpoint);
-            return Ok(Appended {
-                received: status.received,
-                parsed: status.parsed,
-                generation: status.generation,
-                duplicate: true,
-                ..Appended::default()
-            });
-        };
-        let (batch, counters) = self.parse(file.clone(), stored, plan).await?;
-        let checkpoint = batch
-            .checkpoints
-            .last()
+    /// Appends bytes to several logs as one batch: what is new in each is parsed, and all of
+    /// it is written together (checkpoints last), so a request that fails moves no log. A log
+    /// refused on its own (bad name, wrong offset, other bytes) leaves the others going ahead;
+    /// an error of the store fails the whole request.
+    pub async fn append_all(
+        &self,
+        source: &str,
+        appends: &[Append<'_>],
+    ) -> Result<Outcomes, AppendError> {
+        let files = describe_all(source, appends);
+        let _held = self.lock_all(&files).await;
+        let valid: Vec<LogFile> = files
+            .iter()
+            .filter_map(|f| f.as_ref().ok())
             .cloned()
-            .ok_or_else(|| AppendError::Internal("no checkpoint was made".into()))?;
-        let version = {
-            let mut last = self.version.lock().expect("version lock");
-            *last = writer::next_version(*last);
-            *last
-        };
-        writer::write_batch(&self.db, batch, version).await?;
-        Ok(Appended {
-            received: checkpoint.received,
-            parsed: checkpoint.offset,
-            generation: checkpoint.generation,
-            duplicate: false,
-            bytes: counters.bytes,
-            lines: counters.lines,
-            events: counters.events,
-            malformed: counters.malformed,
-            redactions: counters.redactions,
-            sessions: counters.sessions,
-        })
+            .collect();
+        let mut stored = writer::load_stored(&self.db, &valid).await?;
+        let mut outcomes: Vec<Option<Result<Appended, AppendError>>> = Vec::new();
+        let mut work = Vec::new();
+        for (append, file) in appends.iter().zip(files) {
+            let file = match file {
+                Ok(file) => file,
+                Err(refused) => {
+                    outcomes.push(Some(Err(refused)));
+                    continue;
+                }
+            };
+            let stored = stored.remove(&file.file_key).unwrap_or_default();
+            match self.plan(&file, &stored, append).await {
+                Ok(Some(plan)) => {
+                    work.push((outcomes.len(), file, stored, plan));
+                    outcomes.push(None);
+                }
+                Ok(None) => {
+                    let status = status_of(&append.log, stored.checkpoint.as_ref());
+                    outcomes.push(Some(Ok(Appended {
+                        received: status.received,
+                        parsed: status.parsed,
+                        generation: status.generation,
+                        duplicate: true,
+                        ..Appended::default()
+                    })));
+                }
+                Err(refused) if refused.refuses_one_log() => outcomes.push(Some(Err(refused))),
+                Err(failed) => return Err(failed),
+            }
+        }
+        if !work.is_empty() {
+            let slots: Vec<usize> = work.iter().map(|(slot, ..)| *slot).collect();
+            let work = work
+                .into_iter()
+                .map(|(_, file, stored, plan)| (file, stored, plan));
+            let (batch, appended) = self.parse(work.collect()).await?;
+            let version = {
+                let mut last = self.version.lock().expect("version lock");
+                *last = writer::next_version(*last);
+                *last
+            };
+            writer::write_batch(&self.db, batch, version).await?;
+            for (slot, appended) in slots.into_iter().zip(appended) {
+                outcomes[slot] = Some(Ok(appended));
+            }
+        }
+        Ok(outcomes
+            .into_iter()
+            .map(|o| o.unwrap_or_else(|| Err(AppendError::Internal("no outcome".into()))))
+            .collect())
+    }
+
+    /// Holds the lock of every log named (one append at a time per log), taken in key order
+    /// so two requests naming the same logs cannot wait on each other.
+    async fn lock_all(
+        &self,
+        files: &[Result<LogFile, AppendError>],
+    ) -> Vec<tokio::sync::OwnedMutexGuard<()>> {
+        let mut keys: Vec<u64> = files
+            .iter()
+            .filter_map(|f| f.as_ref().ok().map(|f| f.file_key))
+            .collect();
+        keys.sort_unstable();
+        keys.dedup();
+        let mut held = Vec::with_capacity(keys.len());
+        for key in keys {
+            held.push(self.lock(key).lock_owned().await);
+        }
+        held
     }
 
     fn lock(&self, file_key: u64) -> Arc<tokio::sync::Mutex<()>> {
@@ -371,13 +428,12 @@ impl PushIngest {
         read_archive(&self.db, file_key, generation, from, to).await
     }
 
-    /// Parses the plan's bytes on a blocking thread into one batch (with the archived chunk).
+    /// Parses the plans' bytes on a blocking thread into one batch (with the archived
+    /// chunks), and what each log's append did.
     async fn parse(
         &self,
-        file: LogFile,
-        stored: Stored,
-        plan: Plan,
-    ) -> Result<(Batch, Counters), AppendError> {
+        work: Vec<(LogFile, Stored, Plan)>,
+    ) -> Result<(Batch, Vec<Appended>), AppendError> {
         let settings = ReadSettings {
             // One request, one batch: written together or not at all.
             batch_events: usize::MAX,
@@ -386,44 +442,88 @@ impl PushIngest {
         };
         let (redactor, self_tools) = (self.redactor.clone(), self.self_tools.clone());
         tokio::task::spawn_blocking(move || {
-            let progress = indicatif::ProgressBar::hidden();
-            let mut batches = Vec::new();
-            let mut reader = Reader::new(
-                settings,
-                &redactor,
-                &self_tools,
-                Box::new(|batch| {
-                    batches.push(batch);
-                    Ok(())
-                }),
-                &progress,
-            );
-            reader
-                .read_log(&file, &plan.log, plan.resume, &stored)
-                .map_err(|e| match e {
-                    ReadError::Io(e) => AppendError::Internal(e.to_string()),
-                    ReadError::WriterGone => AppendError::Internal("the batch was dropped".into()),
-                })?;
-            let mut counters = reader
-                .finish()
-                .map_err(|_| AppendError::Internal("the batch was dropped".into()))?;
-            counters.malformed += plan.skipped_lines;
-            let mut batch = merge(batches);
-            if let Some((offset, data)) = plan.chunk {
-                counters.bytes = data.len() as u64;
-                batch.chunks.push(RawChunkRow {
-                    file_key: file.file_key,
-                    generation: batch.checkpoints.last().map_or(0, |c| c.generation),
-                    offset,
-                    data,
-                    received_at: 0,
+            let mut batch = Batch::default();
+            let mut appended = Vec::with_capacity(work.len());
+            for (file, stored, plan) in work {
+                let (log_batch, counters) = parse_one(
+                    settings.clone(),
+                    &redactor,
+                    &self_tools,
+                    file,
+                    &stored,
+                    plan,
+                )?;
+                let checkpoint = log_batch
+                    .checkpoints
+                    .last()
+                    .ok_or_else(|| AppendError::Internal("no checkpoint was made".into()))?;
+                appended.push(Appended {
+                    received: checkpoint.received,
+                    parsed: checkpoint.offset,
+                    generation: checkpoint.generation,
+                    duplicate: false,
+                    bytes: counters.bytes,
+                    lines: counters.lines,
+                    events: counters.events,
+                    malformed: counters.malformed,
+                    redactions: counters.redactions,
+                    sessions: counters.sessions,
                 });
+                merge(&mut batch, log_batch);
             }
-            Ok((batch, counters))
+            Ok((batch, appended))
         })
         .await
         .map_err(|e| AppendError::Internal(e.to_string()))?
     }
+}
+
+/// Parses one log's plan into a batch (with the archived chunk) and its counts.
+fn parse_one(
+    settings: ReadSettings,
+    redactor: &Redactor,
+    self_tools: &SelfTools,
+    file: LogFile,
+    stored: &Stored,
+    plan: Plan,
+) -> Result<(Batch, Counters), AppendError> {
+    let progress = indicatif::ProgressBar::hidden();
+    let mut batches = Vec::new();
+    let mut reader = Reader::new(
+        settings,
+        redactor,
+        self_tools,
+        Box::new(|batch| {
+            batches.push(batch);
+            Ok(())
+        }),
+        &progress,
+    );
+    reader
+        .read_log(&file, &plan.log, plan.resume, stored)
+        .map_err(|e| match e {
+            ReadError::Io(e) => AppendError::Internal(e.to_string()),
+            ReadError::WriterGone => AppendError::Internal("the batch was dropped".into()),
+        })?;
+    let mut counters = reader
+        .finish()
+        .map_err(|_| AppendError::Internal("the batch was dropped".into()))?;
+    counters.malformed += plan.skipped_lines;
+    let mut batch = Batch::default();
+    for part in batches {
+        merge(&mut batch, part);
+    }
+    if let Some((offset, data)) = plan.chunk {
+        counters.bytes = data.len() as u64;
+        batch.chunks.push(RawChunkRow {
+            file_key: file.file_key,
+            generation: batch.checkpoints.last().map_or(0, |c| c.generation),
+            offset,
+            data,
+            received_at: 0,
+        });
+    }
+    Ok((batch, counters))
 }
 
 /// What one append parses.
@@ -453,18 +553,33 @@ impl Plan {
     }
 }
 
-/// The batches a reader sent, as one.
-fn merge(batches: Vec<Batch>) -> Batch {
-    let mut all = Batch::default();
-    for batch in batches {
-        all.retractions.extend(batch.retractions);
-        all.events.extend(batch.events);
-        all.turns.extend(batch.turns);
-        all.sessions.extend(batch.sessions);
-        all.chunks.extend(batch.chunks);
-        all.checkpoints.extend(batch.checkpoints);
-    }
-    all
+/// Adds `part` to `all`.
+fn merge(all: &mut Batch, part: Batch) {
+    all.retractions.extend(part.retractions);
+    all.events.extend(part.events);
+    all.turns.extend(part.turns);
+    all.sessions.extend(part.sessions);
+    all.chunks.extend(part.chunks);
+    all.checkpoints.extend(part.checkpoints);
+}
+
+/// The logs of a request, as `source` sends them; a log named twice is refused (its appends
+/// would race each other inside one batch).
+fn describe_all(source: &str, appends: &[Append<'_>]) -> Vec<Result<LogFile, AppendError>> {
+    let mut seen = std::collections::HashSet::new();
+    appends
+        .iter()
+        .map(|append| {
+            let file = describe(source, &append.log)?;
+            if !seen.insert(file.file_key) {
+                return Err(AppendError::Invalid(format!(
+                    "{} is named twice in one request",
+                    append.log.path
+                )));
+            }
+            Ok(file)
+        })
+        .collect()
 }
 
 /// The log a client names, as `source` sends it.

@@ -9,10 +9,10 @@ use http_body_util::{BodyExt as _, Full};
 use hyper_util::client::legacy::Client as HttpClient;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use serde::Serialize;
 use serde_json::json;
 
-use crate::ingest::push::{Appended, LogName, LogStatus};
+use crate::ingest::push::batch::{self, Outcome};
+use crate::ingest::push::{Append, LogName, LogStatus};
 
 /// A request that cannot get an answer head in this time is tried again.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
@@ -56,17 +56,6 @@ pub struct Client {
     /// The source to write as, for a server without tokens.
     source: Option<String>,
     retry_for: Duration,
-}
-
-#[derive(Serialize)]
-struct AppendQuery<'a> {
-    harness: &'a str,
-    path: &'a str,
-    offset: u64,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    replace: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    source: Option<&'a str>,
 }
 
 impl Client {
@@ -118,26 +107,22 @@ impl Client {
         Ok(files)
     }
 
-    /// Sends `bytes` of `log` starting at `offset`; returns the server's answer and the size
-    /// sent (compressed).
-    pub(crate) async fn append(
+    /// Sends a batch of appends; returns each log's outcome, in order, and the size sent
+    /// (compressed).
+    pub(crate) async fn batch(
         &self,
-        log: &LogName,
-        offset: u64,
-        replace: bool,
-        bytes: &[u8],
-    ) -> Result<(Appended, u64), Failure> {
-        let query = serde_urlencoded::to_string(AppendQuery {
-            harness: log.harness.as_str(),
-            path: &log.path,
-            offset,
-            replace,
-            source: self.source.as_deref(),
-        })
-        .map_err(|e| Failure::Log(e.into()))?;
-        let url = format!("{}/ingest/v1/append?{query}", self.base);
+        appends: &[Append<'_>],
+    ) -> Result<(Vec<Outcome>, u64), Failure> {
+        let mut url = format!("{}/ingest/v1/batch", self.base);
+        if let Some(source) = &self.source {
+            let query = serde_urlencoded::to_string([("source", source)])
+                .map_err(|e| Failure::Fatal(e.into()))?;
+            url = format!("{url}?{query}");
+        }
+        let body = batch::encode(appends);
         let compressed =
-            zstd::bulk::compress(bytes, ZSTD_LEVEL).map_err(|e| Failure::Log(e.into()))?;
+            zstd::bulk::compress(&body, ZSTD_LEVEL).map_err(|e| Failure::Log(e.into()))?;
+        drop(body);
         let sent = compressed.len() as u64;
         let answer = self
             .send(
@@ -147,10 +132,14 @@ impl Client {
                 Bytes::from(compressed),
             )
             .await?;
-        let appended = serde_json::from_slice(&answer).map_err(|e| {
-            Failure::Fatal(anyhow!("the server's append answer is not understood: {e}"))
-        })?;
-        Ok((appended, sent))
+        let logs: Vec<Outcome> = serde_json::from_slice::<serde_json::Value>(&answer)
+            .ok()
+            .and_then(|v| serde_json::from_value(v["logs"].clone()).ok())
+            .filter(|logs: &Vec<Outcome>| logs.len() == appends.len())
+            .ok_or_else(|| {
+                Failure::Fatal(anyhow!("the server's batch answer is not understood"))
+            })?;
+        Ok((logs, sent))
     }
 
     /// POSTs `body` until it gets a final answer: the body of a 2xx, or the refusal.

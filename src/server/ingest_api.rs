@@ -1,6 +1,6 @@
-//! The ingest API: `POST /ingest/v1/status` (where each log stands) and `POST
-//! /ingest/v1/append` (bytes of one log from an offset, gzip- or zstd-encoded), for tokens with
-//! the `ingest` scope. Bounded: a size limit per request before and after decoding (413), and a
+//! The ingest API: `POST /ingest/v1/status` (where each log stands), `POST /ingest/v1/append`
+//! (bytes of one log from an offset) and `POST /ingest/v1/batch` (bytes of many logs, written
+//! together), gzip- or zstd-encoded, for tokens with the `ingest` scope. Bounded: a size limit per request before and after decoding (413), and a
 //! few requests at a time (429 with `Retry-After`, see [`super::guards::limit_ingest`]), so
 //! ingest never starves searches.
 
@@ -18,7 +18,10 @@ use serde_json::json;
 
 use crate::auth::{self, Caller};
 use crate::db::DbError;
-use crate::ingest::push::{Append, AppendError, LogName, MAX_STATUS_FILES, PushIngest};
+use crate::ingest::push::batch::{self, Outcome, Refusal as LogRefusal};
+use crate::ingest::push::{
+    Append, AppendError, Appended, LogName, MAX_STATUS_FILES, Outcomes, PushIngest,
+};
 use crate::metrics::Metrics;
 use crate::vocab::Harness;
 
@@ -53,7 +56,11 @@ where
             "/ingest/v1/status",
             post(status_post).route_layer(guard.clone()),
         )
-        .route("/ingest/v1/append", post(append_post).route_layer(guard))
+        .route(
+            "/ingest/v1/append",
+            post(append_post).route_layer(guard.clone()),
+        )
+        .route("/ingest/v1/batch", post(batch_post).route_layer(guard))
         .with_state(api)
 }
 
@@ -115,12 +122,126 @@ async fn append_post(
             return invalid(&rejection.body_text());
         }
     };
-    let source = match source_of(&caller, params.source.as_deref()) {
-        Ok(source) => source,
-        Err(refused) => return refused.into_response(),
+    let (source, bytes) =
+        match accept(&api, &caller, params.source.as_deref(), &headers, &body).await {
+            Ok(accepted) => accepted,
+            Err(refused) => return refused,
+        };
+    let append = Append {
+        log: LogName {
+            harness: params.harness,
+            path: params.path,
+        },
+        offset: params.offset,
+        replace: params.replace,
+        bytes: &bytes,
     };
-    let bytes = match decode(&headers, &body, api.max_decoded_bytes).await {
-        Ok(bytes) => bytes,
+    match api
+        .push
+        .append_all(&source, std::slice::from_ref(&append))
+        .await
+    {
+        Ok(mut outcomes) => match outcomes.pop() {
+            Some(Ok(appended)) => {
+                api.record(&source, &appended);
+                axum::Json(appended).into_response()
+            }
+            Some(Err(error)) => refused(&api.metrics, error),
+            None => refused(&api.metrics, AppendError::Internal("no outcome".into())),
+        },
+        Err(error) => refused(&api.metrics, error),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BatchParams {
+    #[serde(default)]
+    source: Option<String>,
+}
+
+/// Appends to many logs in one request (see [`batch`] for the body): each log's outcome is
+/// listed in order; a log refused on its own does not stop the others.
+async fn batch_post(
+    State(api): State<IngestApi>,
+    Extension(caller): Extension<Caller>,
+    params: Result<Query<BatchParams>, axum::extract::rejection::QueryRejection>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let Query(params) = match params {
+        Ok(params) => params,
+        Err(rejection) => {
+            api.metrics.observe_ingest("invalid");
+            return invalid(&rejection.body_text());
+        }
+    };
+    let (source, bytes) =
+        match accept(&api, &caller, params.source.as_deref(), &headers, &body).await {
+            Ok(accepted) => accepted,
+            Err(refused) => return refused,
+        };
+    let appends = match batch::decode(&bytes) {
+        Ok(appends) => appends,
+        Err(message) => {
+            api.metrics.observe_ingest("invalid");
+            return invalid(&message);
+        }
+    };
+    match api.push.append_all(&source, &appends).await {
+        Ok(outcomes) => {
+            let logs = answer_each(&api, &source, outcomes);
+            axum::Json(json!({ "source": source, "logs": logs })).into_response()
+        }
+        Err(error) => refused(&api.metrics, error),
+    }
+}
+
+/// Each log's outcome, counted in the metrics.
+fn answer_each(api: &IngestApi, source: &str, outcomes: Outcomes) -> Vec<Outcome> {
+    outcomes
+        .into_iter()
+        .map(|outcome| match outcome {
+            Ok(appended) => {
+                api.record(source, &appended);
+                Outcome::Appended(appended)
+            }
+            Err(error) => {
+                let (_, outcome, body) = describe_error(&error);
+                api.metrics.observe_ingest(outcome);
+                Outcome::Refused(body)
+            }
+        })
+        .collect()
+}
+
+impl IngestApi {
+    /// Counts an append (and its bytes and events, when it wrote something).
+    fn record(&self, source: &str, appended: &Appended) {
+        if appended.duplicate {
+            self.metrics.observe_ingest("duplicate");
+            return;
+        }
+        self.metrics.observe_ingest("ok");
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        self.metrics
+            .ingested(source, appended.bytes, appended.events, now);
+    }
+}
+
+/// The source an append writes as and its decoded body, or the answer refusing it.
+async fn accept(
+    api: &IngestApi,
+    caller: &Caller,
+    asked: Option<&str>,
+    headers: &HeaderMap,
+    body: &Bytes,
+) -> Result<(String, Vec<u8>), Response> {
+    let source = source_of(caller, asked).map_err(IntoResponse::into_response)?;
+    match decode(headers, body, api.max_decoded_bytes).await {
+        Ok(bytes) => Ok((source, bytes)),
         Err(refused) => {
             let outcome = if matches!(refused, Refusal::TooLarge(_)) {
                 "too_large"
@@ -128,38 +249,8 @@ async fn append_post(
                 "invalid"
             };
             api.metrics.observe_ingest(outcome);
-            return refused.into_response();
+            Err(refused.into_response())
         }
-    };
-    let log = LogName {
-        harness: params.harness,
-        path: params.path,
-    };
-    let append = Append {
-        source: &source,
-        log: &log,
-        offset: params.offset,
-        replace: params.replace,
-        bytes: &bytes,
-    };
-    match api.push.append(append).await {
-        Ok(appended) => {
-            let outcome = if appended.duplicate {
-                "duplicate"
-            } else {
-                "ok"
-            };
-            api.metrics.observe_ingest(outcome);
-            if !appended.duplicate {
-                let now = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0.0, |d| d.as_secs_f64());
-                api.metrics
-                    .ingested(&source, appended.bytes, appended.events, now);
-            }
-            axum::Json(appended).into_response()
-        }
-        Err(error) => refused(&api.metrics, error),
     }
 }
 
@@ -246,9 +337,9 @@ async fn decode(headers: &HeaderMap, body: &Bytes, limit: usize) -> Result<Vec<u
     }
 }
 
-/// The answer to a refused append or status request.
-fn refused(metrics: &Metrics, error: AppendError) -> Response {
-    let (status, code, outcome) = match &error {
+/// The status, metrics outcome and JSON body of a refused append.
+fn describe_error(error: &AppendError) -> (StatusCode, &'static str, LogRefusal) {
+    let (status, code, outcome) = match error {
         AppendError::Invalid(_) => (StatusCode::BAD_REQUEST, "invalid_request", "invalid"),
         AppendError::OffsetMismatch { .. } => {
             (StatusCode::CONFLICT, "offset_mismatch", "offset_mismatch")
@@ -265,9 +356,13 @@ fn refused(metrics: &Metrics, error: AppendError) -> Response {
             "failed",
         ),
     };
-    metrics.observe_ingest(outcome);
-    let mut body = json!({ "error": code, "message": error.to_string() });
-    match &error {
+    let mut body = LogRefusal {
+        error: code.to_owned(),
+        message: error.to_string(),
+        received: None,
+        generation: None,
+    };
+    match error {
         AppendError::OffsetMismatch {
             received,
             generation,
@@ -276,19 +371,26 @@ fn refused(metrics: &Metrics, error: AppendError) -> Response {
             received,
             generation,
         } => {
-            body["received"] = json!(received);
-            body["generation"] = json!(generation);
+            body.received = Some(*received);
+            body.generation = Some(*generation);
         }
         AppendError::Db(detail) => {
             tracing::warn!(error = %detail, "an ingest request failed");
-            body["message"] = json!("the session store is unavailable; retry shortly");
+            body.message = "the session store is unavailable; retry shortly".into();
         }
         AppendError::Internal(detail) => {
             tracing::warn!(error = %detail, "an ingest request failed");
-            body["message"] = json!("internal error; the server log has the details");
+            body.message = "internal error; the server log has the details".into();
         }
         AppendError::Invalid(_) => {}
     }
+    (status, outcome, body)
+}
+
+/// The answer to a refused append or status request.
+fn refused(metrics: &Metrics, error: AppendError) -> Response {
+    let (status, outcome, body) = describe_error(&error);
+    metrics.observe_ingest(outcome);
     let mut response = (status, axum::Json(body)).into_response();
     if status == StatusCode::SERVICE_UNAVAILABLE {
         response.headers_mut().insert(
