@@ -101,6 +101,11 @@ impl Environment {
             script,
         })
     }
+
+    /// The environment's Python (with the engine's packages installed).
+    pub fn python(&self) -> &Path {
+        &self.python
+    }
 }
 
 /// A running embedded ClickHouse. Stopped (gracefully, then forcibly) on drop.

@@ -1,6 +1,7 @@
 //! The embedded-engine gateway, driven by the `clickhouse` crate exactly as the service drives
 //! it: DDL, both RowBinary formats, server-side parameters, LZ4 and plain inserts, and inserts
-//! that fail or are abandoned committing nothing.
+//! that fail or are abandoned committing nothing; and the gateway's own unit tests (request
+//! framing, native blocks, multipart) under the engine environment's Python.
 
 mod common;
 
@@ -188,4 +189,22 @@ async fn errors_are_reported_and_do_not_poison_later_queries() {
     );
     let value: u8 = client.query("SELECT 7").fetch_one().await.unwrap();
     assert_eq!(value, 7);
+}
+
+#[test]
+fn the_gateways_unit_tests_pass_under_the_engine_python() {
+    let environment = common::environment();
+    let tests = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/embedded");
+    let run = std::process::Command::new(environment.python())
+        .args(["-m", "unittest", "discover", "-s", tests])
+        .output()
+        .expect("the engine Python runs");
+    let report = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{report}");
+    // Not an empty discovery: the suite ran tests.
+    let ran: u32 = report
+        .lines()
+        .find_map(|l| l.strip_prefix("Ran ")?.split(' ').next()?.parse().ok())
+        .unwrap_or(0);
+    assert!(ran >= 50, "{report}");
 }

@@ -44,6 +44,7 @@ from __future__ import annotations
 import argparse
 import collections
 import email.utils
+import io
 import logging
 import os
 import re
@@ -58,6 +59,8 @@ import time
 import uuid
 import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import FrameType
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Union
 from urllib.parse import parse_qsl
 
 import lz4.block
@@ -66,9 +69,21 @@ from clickhouse_cityhash.cityhash import CityHash128
 
 import chdb
 
+if TYPE_CHECKING:
+    from chdb.state.sqlitelike import Connection as EngineConnection
+
 log = logging.getLogger("chgateway")
 
 ENGINE_VERSION = chdb.engine_version
+
+# Bytes as they travel between the socket, the decoders and the engine.
+Buffer = Union[bytes, bytearray, memoryview]
+# Where decoded request bytes go (a list's append, a file's write, a decoder).
+Sink = Callable[[Buffer], object]
+# A chDB query result (a C extension type with no importable name).
+EngineResult = Any
+# What pooled connections are keyed by: (database, ordered settings).
+PoolKey = tuple[str, tuple[tuple[str, str], ...]]
 
 # ---------------------------------------------------------------------------
 # Errors
@@ -91,7 +106,7 @@ _ERROR_NAMES = {
 }
 
 
-def _status_table():
+def _status_table() -> dict[int, int]:
     # The HTTP status ClickHouse's HTTP handler picks for an exception code
     # (exceptionCodeToHTTPStatus); anything not listed is a 500.
     groups = {
@@ -132,7 +147,7 @@ class ClickHouseError(Exception):
     (used when the request framing can no longer be trusted).
     """
 
-    def __init__(self, code, text, status=None, close=False):
+    def __init__(self, code: int, text: str, status: int | None = None, close: bool = False) -> None:
         super().__init__(text)
         self.code = code
         self.text = text
@@ -140,12 +155,12 @@ class ClickHouseError(Exception):
         self.close = close
 
     @classmethod
-    def make(cls, code, message, **kw):
+    def make(cls, code: int, message: str, **kw: Any) -> ClickHouseError:
         name = _ERROR_NAMES.get(code, "UNKNOWN_EXCEPTION")
         return cls(code, f"Code: {code}. DB::Exception: {message}. ({name})", **kw)
 
     @classmethod
-    def from_engine(cls, exc):
+    def from_engine(cls, exc: BaseException) -> ClickHouseError:
         text = str(exc).strip()
         m = _ENGINE_CODE_RE.match(text)
         if m:
@@ -162,11 +177,11 @@ class ClientGone(Exception):
 # ---------------------------------------------------------------------------
 
 
-def quote_string(value):
+def quote_string(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def quote_ident(name):
+def quote_ident(name: str) -> str:
     return "`" + name.replace("\\", "\\\\").replace("`", "\\`") + "`"
 
 
@@ -185,19 +200,19 @@ class ConnectionPool:
     turn every error (which drops a connection) into an engine restart.
     """
 
-    def __init__(self, path, max_idle=64, max_idle_per_key=16):
+    def __init__(self, path: str, max_idle: int = 64, max_idle_per_key: int = 16) -> None:
         self._path = path
         self._max_idle = max_idle
         self._max_idle_per_key = max_idle_per_key
         self._lock = threading.Lock()
         # key -> stack of idle connections; ordered from least to most
         # recently used key, so eviction drops the coldest keys first.
-        self._idle = collections.OrderedDict()
+        self._idle: collections.OrderedDict[PoolKey, list[EngineConnection]] = collections.OrderedDict()
         self._n_idle = 0
         self._closed = False
-        self._anchor = chdb.connect(path)
+        self._anchor: EngineConnection | None = chdb.connect(path)
 
-    def acquire(self, key):
+    def acquire(self, key: PoolKey) -> EngineConnection:
         with self._lock:
             stack = self._idle.get(key)
             if stack:
@@ -209,14 +224,14 @@ class ConnectionPool:
         # Opening happens outside the lock so a slow SET never blocks others.
         return self._open(key)
 
-    def _open(self, key):
+    def _open(self, key: PoolKey) -> EngineConnection:
         database, settings = key
         conn = chdb.connect(self._path)
         try:
             if database:
                 conn.query(f"USE {quote_ident(database)}", "TabSeparated")
-            # `settings` is ordered with readonly last (see Gateway.pool_key):
-            # once readonly=1 is set no other setting may change.
+            # `settings` is ordered with readonly last (see pool_key): once
+            # readonly=1 is set no other setting may change.
             for name, value in settings:
                 conn.query(f"SET {name} = {quote_string(value)}", "TabSeparated")
         except Exception as exc:
@@ -224,33 +239,35 @@ class ConnectionPool:
             raise ClickHouseError.from_engine(exc) from None
         return conn
 
-    def release(self, key, conn, reusable):
+    def release(self, key: PoolKey, conn: EngineConnection, reusable: bool) -> None:
         """Return a connection; it is closed unless it is clean and fits."""
-        victims = []
-        if not reusable:
-            victims.append(conn)
-        else:
-            with self._lock:
-                stack = self._idle.get(key)
-                if self._closed or (stack is not None and len(stack) >= self._max_idle_per_key):
-                    victims.append(conn)
-                else:
-                    if stack is None:
-                        stack = self._idle[key] = []
-                    else:
-                        self._idle.move_to_end(key)
-                    stack.append(conn)
-                    self._n_idle += 1
-                    while self._n_idle > self._max_idle:
-                        old_key, old_stack = next(iter(self._idle.items()))
-                        victims.append(old_stack.pop(0))
-                        self._n_idle -= 1
-                        if not old_stack:
-                            del self._idle[old_key]
+        victims = [conn] if not reusable else self._keep(key, conn)
         for victim in victims:
             victim.close()
 
-    def close(self, keep_anchor=False):
+    def _keep(self, key: PoolKey, conn: EngineConnection) -> list[EngineConnection]:
+        """Puts `conn` on its key's stack; returns the connections to close
+        (`conn` itself if it does not fit, else any evicted ones)."""
+        victims = []
+        with self._lock:
+            stack = self._idle.get(key)
+            if self._closed or (stack is not None and len(stack) >= self._max_idle_per_key):
+                return [conn]
+            if stack is None:
+                stack = self._idle[key] = []
+            else:
+                self._idle.move_to_end(key)
+            stack.append(conn)
+            self._n_idle += 1
+            while self._n_idle > self._max_idle:
+                old_key, old_stack = next(iter(self._idle.items()))
+                victims.append(old_stack.pop(0))
+                self._n_idle -= 1
+                if not old_stack:
+                    del self._idle[old_key]
+        return victims
+
+    def close(self, keep_anchor: bool = False) -> None:
         """Close every idle connection, then (normally) the anchor.
 
         ``keep_anchor`` is for a shutdown that timed out with queries still
@@ -281,7 +298,7 @@ _MAX_NATIVE_BLOCK = 1 << 30  # ClickHouse's DBMS_MAX_COMPRESSED_SIZE
 _METHOD_NONE, _METHOD_LZ4, _METHOD_ZSTD = 0x02, 0x82, 0x90
 
 
-def native_checksum(block):
+def native_checksum(block: Buffer) -> bytes:
     """The 16 checksum bytes ClickHouse puts before a compressed block.
 
     ClickHouse writes CityHash128's low half then its high half, each little
@@ -290,6 +307,36 @@ def native_checksum(block):
     """
     h = CityHash128(block)
     return _CHECKSUM.pack(h >> 64, h & _MASK64)
+
+
+def _check_native_sizes(csize: int, rsize: int) -> None:
+    if csize < 9 or csize > _MAX_NATIVE_BLOCK or rsize > _MAX_NATIVE_BLOCK:
+        raise ClickHouseError.make(
+            39, f"Too large size of compressed block: {csize} (raw {rsize})")
+
+
+def _check_native_checksum(reference: Buffer, block: bytes) -> None:
+    expected = native_checksum(block)
+    if expected != reference:
+        raise ClickHouseError.make(
+            40, "Checksum doesn't match: corrupted data. Reference: "
+            f"{bytes(reference).hex()}. Actual: {expected.hex()}")
+
+
+def _decode_native_payload(method: int, payload: memoryview, rsize: int) -> Buffer:
+    if method == _METHOD_LZ4:
+        try:
+            raw = lz4.block.decompress(payload, uncompressed_size=rsize)
+        except lz4.block.LZ4BlockError as exc:
+            raise ClickHouseError.make(271, f"Cannot decompress LZ4 block: {exc}") from None
+        if len(raw) != rsize:
+            raise ClickHouseError.make(271, "Cannot decompress LZ4 block: size mismatch")
+        return raw
+    if method == _METHOD_NONE:
+        return payload
+    if method == _METHOD_ZSTD:
+        raise ClickHouseError.make(89, "ZSTD compressed bodies are not supported by this gateway")
+    raise ClickHouseError.make(89, f"Unknown compression method: {method:#04x}")
 
 
 class NativeBlockDecoder:
@@ -301,21 +348,19 @@ class NativeBlockDecoder:
     until a whole block is present.
     """
 
-    def __init__(self, sink, verify=True):
+    def __init__(self, sink: Sink, verify: bool = True) -> None:
         self._sink = sink
         self._verify = verify
         self._buf = bytearray()
 
-    def feed(self, data):
+    def feed(self, data: Buffer) -> None:
         buf = self._buf
         buf += data
         pos, end_of_data = 0, len(buf)
         while end_of_data - pos >= _NATIVE_HEADER:
             method = buf[pos + 16]
             csize, rsize = _NATIVE_SIZES.unpack_from(buf, pos + 17)
-            if csize < 9 or csize > _MAX_NATIVE_BLOCK or rsize > _MAX_NATIVE_BLOCK:
-                raise ClickHouseError.make(
-                    39, f"Too large size of compressed block: {csize} (raw {rsize})")
+            _check_native_sizes(csize, rsize)
             end = pos + 16 + csize
             if end > end_of_data:
                 break
@@ -323,31 +368,13 @@ class NativeBlockDecoder:
             # immutable bytes, and the buffer is about to be trimmed.
             block = bytes(buf[pos + 16:end])
             if self._verify:
-                expected = native_checksum(block)
-                if expected != buf[pos:pos + 16]:
-                    raise ClickHouseError.make(
-                        40, "Checksum doesn't match: corrupted data. Reference: "
-                        f"{bytes(buf[pos:pos + 16]).hex()}. Actual: {expected.hex()}")
-            payload = memoryview(block)[9:]
-            if method == _METHOD_LZ4:
-                try:
-                    raw = lz4.block.decompress(payload, uncompressed_size=rsize)
-                except lz4.block.LZ4BlockError as exc:
-                    raise ClickHouseError.make(271, f"Cannot decompress LZ4 block: {exc}") from None
-                if len(raw) != rsize:
-                    raise ClickHouseError.make(271, "Cannot decompress LZ4 block: size mismatch")
-            elif method == _METHOD_NONE:
-                raw = payload
-            elif method == _METHOD_ZSTD:
-                raise ClickHouseError.make(89, "ZSTD compressed bodies are not supported by this gateway")
-            else:
-                raise ClickHouseError.make(89, f"Unknown compression method: {method:#04x}")
-            self._sink(raw)
+                _check_native_checksum(buf[pos:pos + 16], block)
+            self._sink(_decode_native_payload(method, memoryview(block)[9:], rsize))
             pos = end
         if pos:
             del buf[:pos]
 
-    def finish(self):
+    def finish(self) -> None:
         if self._buf:
             raise ClickHouseError.make(
                 33, f"Truncated compressed block at end of body ({len(self._buf)} bytes left)")
@@ -356,8 +383,10 @@ class NativeBlockDecoder:
 class ContentDecoder:
     """Undoes a request ``Content-Encoding`` (gzip, deflate or lz4 frame)."""
 
-    def __init__(self, encoding, sink):
+    def __init__(self, encoding: str, sink: Sink) -> None:
         self._sink = sink
+        self._dec: Any
+        self._errors: tuple[type[BaseException], ...]
         if encoding in ("gzip", "x-gzip", "deflate"):
             # 32+15: accept a gzip or zlib header automatically.
             self._dec = zlib.decompressobj(32 + 15)
@@ -368,7 +397,7 @@ class ContentDecoder:
         else:
             raise ClickHouseError.make(48, f"Unsupported Content-Encoding: {encoding}")
 
-    def feed(self, data):
+    def feed(self, data: Buffer) -> None:
         try:
             out = self._dec.decompress(data)
         except self._errors as exc:
@@ -376,9 +405,181 @@ class ContentDecoder:
         if out:
             self._sink(out)
 
-    def finish(self):
+    def finish(self) -> None:
         if not self._dec.eof:
             raise ClickHouseError.make(271, "Cannot decompress request body: truncated stream")
+
+
+class BodyReader:
+    """Reads one request's body from the connection.
+
+    The framing (chunked or Content-Length) is undone here, since http.server
+    does not decode chunked bodies; ``pump`` and ``read`` then undo the
+    Content-Encoding and, if asked, the native compression.  ``headers`` are
+    the request's headers with lower-cased names.
+
+    ``state`` is "unread", "reading" or "done": an error reply must leave the
+    connection in step, so a body nobody read yet is skipped first (see
+    ``skip_unread``), and one abandoned half-way means the connection cannot
+    be kept.
+    """
+
+    def __init__(self, rfile: io.BufferedIOBase, headers: dict[str, str]) -> None:
+        self._rfile = rfile
+        self._h = headers
+        self.state = "unread" if self.has_body() else "done"
+
+    def has_body(self) -> bool:
+        te = self._h.get("transfer-encoding")
+        if te:
+            return True
+        cl = self._h.get("content-length")
+        return bool(cl and cl.strip() != "0")
+
+    def raw(self) -> Iterator[bytes]:
+        """Yields the request body as it arrives (chunked or Content-Length).
+
+        Raises ClientGone if the connection ends before the body does (e.g. a
+        dropped insert: hyper closes without sending the final 0 chunk).
+        """
+        te = self._h.get("transfer-encoding")
+        self.state = "reading"
+        try:
+            if te:
+                yield from self._chunked(te)
+            else:
+                yield from self._sized(self._h.get("content-length"))
+            self.state = "done"
+        except (TimeoutError, ConnectionError) as exc:
+            raise ClientGone(str(exc)) from None
+
+    def _chunked(self, te: str) -> Iterator[bytes]:
+        if te.replace(" ", "").lower().split(",")[-1] != "chunked":
+            raise ClickHouseError.make(48, f"Unsupported Transfer-Encoding: {te}", close=True)
+        while True:
+            size = self._chunk_size()
+            if size == 0:
+                break
+            yield from self._exactly(size, "connection closed inside a chunk")
+            if self._rfile.readline(3) not in (b"\r\n", b"\n"):
+                raise ClickHouseError.make(36, "Malformed chunked body: missing CRLF", close=True)
+        self._skip_trailers()
+
+    def _chunk_size(self) -> int:
+        line = self._rfile.readline(1024)
+        if not line:
+            raise ClientGone("connection closed inside a chunked body")
+        try:
+            size = int(line.split(b";", 1)[0].strip(), 16)
+        except ValueError:
+            size = -1
+        if size < 0 or not line.endswith(b"\n"):
+            raise ClickHouseError.make(36, f"Malformed chunk header {line[:40]!r}", close=True)
+        return size
+
+    def _skip_trailers(self) -> None:
+        # Trailer fields (ignored) end with an empty line.
+        while True:
+            line = self._rfile.readline(8192)
+            if not line:
+                raise ClientGone("connection closed inside chunked trailers")
+            if line in (b"\r\n", b"\n"):
+                break
+
+    def _sized(self, cl: str | None) -> Iterator[bytes]:
+        if not cl:
+            return
+        try:
+            remaining = int(cl)
+            if remaining < 0:
+                raise ValueError
+        except ValueError:
+            raise ClickHouseError.make(36, f"Invalid Content-Length: {cl!r}", close=True) from None
+        yield from self._exactly(remaining, "connection closed inside the body")
+
+    def _exactly(self, size: int, gone: str) -> Iterator[bytes]:
+        """Yields the next `size` bytes in pieces of at most 1 MiB."""
+        while size:
+            data = self._rfile.read(min(size, 1 << 20))
+            if not data:
+                raise ClientGone(gone)
+            size -= len(data)
+            yield data
+
+    def _decoders(self, sink: Sink, decompress: bool, verify: bool
+                  ) -> tuple[Sink, list[NativeBlockDecoder | ContentDecoder]]:
+        """Chains the decoders the request needs in front of `sink`; returns
+        the head of the chain and the decoders, innermost first."""
+        decoders: list[NativeBlockDecoder | ContentDecoder] = []
+        if decompress:
+            native = NativeBlockDecoder(sink, verify)
+            decoders.append(native)
+            sink = native.feed
+        encoding = (self._h.get("content-encoding") or "").strip().lower()
+        if encoding and encoding != "identity":
+            content = ContentDecoder(encoding, sink)
+            decoders.append(content)
+            sink = content.feed
+        return sink, decoders
+
+    def pump(self, sink: Sink, decompress: bool = False, verify: bool = True) -> None:
+        """Feeds the decoded request body to `sink`.
+
+        On a decoding error the rest of the body is still read (and thrown
+        away) so the keep-alive connection stays in step with the client.
+        """
+        sink, decoders = self._decoders(sink, decompress, verify)
+        pieces = self.raw()
+        try:
+            for piece in pieces:
+                sink(piece)
+            for dec in reversed(decoders):
+                dec.finish()
+        except ClickHouseError as err:
+            if not err.close:
+                for _ in pieces:
+                    pass
+            raise
+
+    def read(self, decompress: bool = False, verify: bool = True) -> bytes:
+        """The whole decoded request body."""
+        te = self._h.get("transfer-encoding")
+        cl = self._h.get("content-length")
+        if not te and not decompress and not self._h.get("content-encoding") and cl and cl.isdigit():
+            return self._read_plain(int(cl))
+        parts: list[Buffer] = []
+        self.pump(parts.append, decompress, verify)
+        return b"".join(parts)
+
+    def _read_plain(self, n: int) -> bytes:
+        # Fast path for the common small SQL body.
+        self.state = "reading"
+        try:
+            data = self._rfile.read(n)
+        except (TimeoutError, ConnectionError) as exc:
+            raise ClientGone(str(exc)) from None
+        if len(data) != n:
+            raise ClientGone("connection closed inside the body")
+        self.state = "done"
+        return data
+
+    def discard(self) -> None:
+        if self.has_body():
+            for _ in self.raw():
+                pass
+
+    def skip_unread(self) -> bool:
+        """After an error: reads and drops a body nobody read.  Returns False
+        if the connection is out of step with the client and must be closed."""
+        if self.state == "unread":
+            try:
+                self.discard()
+            except (ClientGone, ClickHouseError):
+                return False
+        elif self.state == "reading":
+            # Stopped half-way (bad framing): the stream cannot be resynced.
+            return False
+        return True
 
 
 # ---------------------------------------------------------------------------
@@ -426,22 +627,31 @@ _SESSION_STATE_RE = re.compile(r"\b(?:USE|SET|TEMPORARY)\b", re.IGNORECASE)
 _SESSION_SCAN_LIMIT = 64 * 1024
 
 
-def keeps_session_clean(sql):
+def keeps_session_clean(sql: str) -> bool:
     if len(sql) > _SESSION_SCAN_LIMIT:
         return False
     return _SESSION_STATE_RE.search(sql) is None
 
 
-def output_format_of(sql, default):
+def output_format_of(sql: str, default: str) -> str:
     """The format the reply will be in: a trailing FORMAT clause wins."""
     m = _TRAILING_FORMAT_RE.search(sql, max(0, len(sql) - 200))
     return m.group(1) if m else default
 
 
-_CONTENT_TYPES = {}
+def insert_from_file_sql(m: re.Match[str], path: str, fmt: str) -> str:
+    """The ``INSERT ... FROM INFILE`` statement committing a spooled body,
+    from an `_INSERT_DATA_RE` match of the request's INSERT."""
+    settings = m.group("settings")
+    # COMPRESSION 'none': never guess a codec from the file name.
+    return (f"{m.group('head')} FROM INFILE {quote_string(path)} COMPRESSION 'none'"
+            f"{' ' + settings if settings else ''} FORMAT {fmt}")
 
 
-def content_type_for(fmt):
+_CONTENT_TYPES: dict[str, str] = {}
+
+
+def content_type_for(fmt: str) -> str:
     ctype = _CONTENT_TYPES.get(fmt)
     if ctype is None:
         f = fmt.lower()
@@ -464,7 +674,7 @@ def content_type_for(fmt):
     return ctype
 
 
-def native_compress(view, block_size=1 << 20):
+def native_compress(view: Buffer, block_size: int = 1 << 20) -> bytes:
     """Frames a reply as ClickHouse native LZ4 blocks (``compress=1``)."""
     out = []
     for off in range(0, len(view), block_size):
@@ -476,12 +686,8 @@ def native_compress(view, block_size=1 << 20):
     return b"".join(out)
 
 
-def parse_multipart(body, content_type):
-    """Splits a multipart/form-data body into {field name: text}.
-
-    Written by hand with bytes.find: the email parser is an order of
-    magnitude slower and this sits on the path of every parameterized query.
-    """
+def multipart_delimiter(content_type: str) -> bytes:
+    """The ``--boundary`` line of a multipart/form-data Content-Type."""
     boundary = None
     for item in content_type.split(";")[1:]:
         key, _, value = item.strip().partition("=")
@@ -489,7 +695,29 @@ def parse_multipart(body, content_type):
             boundary = value.strip().strip('"')
     if not boundary:
         raise ClickHouseError.make(36, "multipart/form-data without a boundary")
-    delim = b"--" + boundary.encode("latin-1")
+    return b"--" + boundary.encode("latin-1")
+
+
+def _multipart_field(headers: bytes, value: bytes) -> tuple[str, str]:
+    """One form field's (name, text), from its part headers and content."""
+    m = re.search(rb'(?i)content-disposition:[^\r\n]*?;\s*name="([^"]*)"', headers)
+    if not m:
+        raise ClickHouseError.make(36, "Malformed multipart body: part without a name")
+    if re.search(rb'(?i)content-disposition:[^\r\n]*;\s*filename=', headers):
+        raise ClickHouseError.make(48, "External tables in multipart bodies are not supported")
+    try:
+        return m.group(1).decode("utf-8"), value.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ClickHouseError.make(36, "Multipart field is not valid UTF-8") from None
+
+
+def parse_multipart(body: bytes, content_type: str) -> dict[str, str]:
+    """Splits a multipart/form-data body into {field name: text}.
+
+    Written by hand with bytes.find: the email parser is an order of
+    magnitude slower and this sits on the path of every parameterized query.
+    """
+    delim = multipart_delimiter(content_type)
     sep = b"\r\n" + delim
     pos = body.find(delim)
     if pos < 0:
@@ -502,22 +730,110 @@ def parse_multipart(body, content_type):
         head_end = body.find(b"\r\n\r\n", pos + 2)
         if head_end < 0:
             raise ClickHouseError.make(36, "Malformed multipart body: unterminated part headers")
-        headers = body[pos + 2:head_end]
         start = head_end + 4
         end = body.find(sep, start)
         if end < 0:
             raise ClickHouseError.make(36, "Malformed multipart body: missing closing boundary")
-        m = re.search(rb'(?i)content-disposition:[^\r\n]*?;\s*name="([^"]*)"', headers)
-        if not m:
-            raise ClickHouseError.make(36, "Malformed multipart body: part without a name")
-        if re.search(rb'(?i)content-disposition:[^\r\n]*;\s*filename=', headers):
-            raise ClickHouseError.make(48, "External tables in multipart bodies are not supported")
-        try:
-            fields[m.group(1).decode("utf-8")] = body[start:end].decode("utf-8")
-        except UnicodeDecodeError:
-            raise ClickHouseError.make(36, "Multipart field is not valid UTF-8") from None
+        name, text = _multipart_field(body[pos + 2:head_end], body[start:end])
+        fields[name] = text
         pos = end + len(sep)
     return fields
+
+
+# ---------------------------------------------------------------------------
+# Requests
+# ---------------------------------------------------------------------------
+
+
+class Request:
+    """What one query request asks for, once the URL and body are parsed."""
+
+    __slots__ = ("query_id", "database", "default_format", "settings",
+                 "params", "decompress", "verify", "compress")
+
+    def __init__(self) -> None:
+        self.query_id: str | None = None
+        self.settings: dict[str, str] = {}
+        self.params: dict[str, str] = {}
+        # The rest is set by apply_controls; these are its defaults.
+        self.database = ""
+        self.default_format = "TabSeparated"
+        self.decompress = False
+        self.verify = True
+        self.compress = False
+
+
+def classify_params(pairs: Iterable[tuple[str, str]], req: Request, controls: dict[str, str]) -> None:
+    """Sorts URL (or form) parameters: ``param_<name>`` values go to
+    ``req.params``, HTTP controls to `controls`, the rest are settings."""
+    for key, value in pairs:
+        if key.startswith("param_"):
+            req.params[key[6:]] = value
+        elif key in CONTROL_PARAMS:
+            controls[key] = value
+        else:
+            req.settings[key] = value
+
+
+def parse_query_string(qs: str) -> tuple[Request, dict[str, str]]:
+    """A new request from the URL's query string, and its HTTP controls."""
+    req = Request()
+    controls: dict[str, str] = {}
+    if qs:
+        classify_params(parse_qsl(qs, keep_blank_values=True), req, controls)
+    return req, controls
+
+
+def _flag(controls: dict[str, str], name: str) -> bool:
+    return controls.get(name, "0") not in ("0", "", "false")
+
+
+def apply_controls(req: Request, controls: dict[str, str], headers: dict[str, str]) -> None:
+    """Fills in what the HTTP controls (and headers, lower-cased) ask for."""
+    req.query_id = safe_header_value(controls.get("query_id") or req.query_id or str(uuid.uuid4()))
+    req.database = controls.get("database") or headers.get("x-clickhouse-database") or ""
+    fmt = controls.get("default_format") or headers.get("x-clickhouse-format") or "TabSeparated"
+    if not _FORMAT_NAME_RE.match(fmt) or fmt.lower() in _PYTHON_ONLY_FORMATS:
+        raise ClickHouseError.make(73, f"Unknown format {fmt}")
+    req.default_format = fmt
+    req.decompress = _flag(controls, "decompress")
+    req.verify = not _flag(controls, "http_native_compression_disable_checksumming_on_decompress")
+    req.compress = _flag(controls, "compress")
+
+
+def pool_key(req: Request, method: str) -> PoolKey:
+    """The pool key for the request's database and settings (`method` is the
+    HTTP method: a GET is read-only)."""
+    settings = dict(req.settings)
+    if method == "GET":
+        # Like ClickHouse: a GET can only read (readonly=2 still lets the
+        # query change settings), unless the client asked for stricter.
+        if settings.get("readonly", "0") in ("0", ""):
+            settings["readonly"] = "2"
+    for name in settings:
+        if not _SETTING_NAME_RE.match(name):
+            raise ClickHouseError.make(115, f"Unknown setting '{name}'")
+    readonly = settings.pop("readonly", None)
+    items = tuple(sorted(settings.items()))
+    if readonly is not None:
+        items += (("readonly", readonly),)  # applied last, see ConnectionPool._open
+    return (req.database, items)
+
+
+def join_query(url_query: str, body_sql: str) -> str:
+    """Like ClickHouse: the URL's query, then the body, on a new line."""
+    return url_query + "\n" + body_sql if url_query and body_sql else url_query or body_sql
+
+
+def result_summary(result: EngineResult | None) -> str:
+    """The X-ClickHouse-Summary header value for a chDB result."""
+    if result is None:
+        return '{"read_rows":"0","read_bytes":"0","written_rows":"0","written_bytes":"0"}'
+    return (
+        f'{{"read_rows":"{result.rows_read()}","read_bytes":"{result.bytes_read()}",'
+        f'"written_rows":"{result.rows_written()}","written_bytes":"{result.bytes_written()}",'
+        f'"elapsed_ns":"{int(result.elapsed() * 1e9)}"}}'
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -527,7 +843,7 @@ def parse_multipart(body, content_type):
 _date_cache = (0, "")
 
 
-def http_date():
+def http_date() -> str:
     global _date_cache
     now = int(time.time())
     cached = _date_cache
@@ -536,19 +852,12 @@ def http_date():
     return cached[1]
 
 
-def safe_header_value(value):
+def safe_header_value(value: str) -> str:
     # Client-supplied values (query_id) are echoed in headers: keep them to
     # printable ASCII so they can neither split headers nor fail to encode.
     if value.isascii() and value.isprintable():
         return value
     return "".join(c if c.isascii() and c.isprintable() else "_" for c in value)
-
-
-class Request:
-    """What one query request asks for, once the URL and body are parsed."""
-
-    __slots__ = ("query_id", "database", "default_format", "settings",
-                 "params", "decompress", "verify", "compress")
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -560,27 +869,36 @@ class Handler(BaseHTTPRequestHandler):
     # write can be held back by Nagle + delayed ACK (a ~40 ms stall).
     disable_nagle_algorithm = True
 
+    server: Gateway
+    # Per request: the headers (lower-cased names; for repeated headers the
+    # first wins), the body, and what the debug log line reports.
+    _h: dict[str, str]
+    _body: BodyReader
+    _status: int
+    _sent: int
+    _sql: str
+
     # -- plumbing -----------------------------------------------------------
 
-    def setup(self):
+    def setup(self) -> None:
         self.timeout = self.server.idle_timeout
         super().setup()
         self.server.track(self, True)
 
-    def finish(self):
+    def finish(self) -> None:
         try:
             super().finish()
         finally:
             self.server.track(self, False)
 
-    def log_message(self, fmt, *args):
+    def log_message(self, fmt: str, *args: Any) -> None:
         log.debug("%s %s", self.client_address[0], fmt % args)
 
-    def log_error(self, fmt, *args):
+    def log_error(self, fmt: str, *args: Any) -> None:
         # Timeouts of idle keep-alive connections land here: not an error.
         log.debug("%s %s", self.client_address[0], fmt % args)
 
-    def send_error(self, code, message=None, explain=None):
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
         # Used by http.server itself for unparseable requests and unknown
         # methods: answer in ClickHouse's shape and drop the connection,
         # since the request framing can no longer be trusted.
@@ -594,7 +912,7 @@ class Handler(BaseHTTPRequestHandler):
         except OSError:
             pass
 
-    def _send(self, head, body):
+    def _send(self, head: bytes, body: Buffer) -> None:
         # Headers and body leave in one system call (scatter/gather, so a
         # large body is not copied to be glued to the headers).
         sock = self.connection
@@ -608,7 +926,7 @@ class Handler(BaseHTTPRequestHandler):
         elif sent < len(head) + len(body):
             sock.sendall(memoryview(body)[sent - len(head):])
 
-    def _reply(self, status, body, content_type, extra=""):
+    def _reply(self, status: int, body: Buffer, content_type: str, extra: str = "") -> None:
         if self.server.stopping:
             self.close_connection = True
         if self.close_connection:
@@ -626,7 +944,10 @@ class Handler(BaseHTTPRequestHandler):
         self._send(head, b"" if self.command == "HEAD" else body)
         self._status, self._sent = status, len(body)
 
-    def _reply_error(self, err, query_id):
+    def _reply_ok(self) -> None:
+        self._reply(200, b"Ok.\n", "text/plain; charset=UTF-8")
+
+    def _reply_error(self, err: ClickHouseError, query_id: str | None) -> None:
         if err.close:
             self.close_connection = True
         body = f"{err.text} (version {ENGINE_VERSION})\n".encode("utf-8", "replace")
@@ -635,150 +956,44 @@ class Handler(BaseHTTPRequestHandler):
             extra += f"X-ClickHouse-Query-Id: {query_id}\r\n"
         self._reply(err.status, body, "text/plain; charset=UTF-8", extra)
 
-    # -- request body -------------------------------------------------------
+    def _reply_result(self, req: Request, result: EngineResult | None, fmt: str,
+                      body: Buffer | None = None) -> None:
+        if body is None:
+            # Zero-copy view of chDB's result buffer; `result` stays
+            # referenced until the reply is sent.
+            body = result.get_memview().view() if result is not None and result.size() else b""
+        if req.compress:
+            body = native_compress(body)
+            ctype = "application/octet-stream"
+        else:
+            ctype = content_type_for(fmt)
+        extra = (f"X-ClickHouse-Query-Id: {req.query_id}\r\n"
+                 f"X-ClickHouse-Format: {fmt}\r\n"
+                 f"X-ClickHouse-Summary: {result_summary(result)}\r\n")
+        self._reply(200, body, ctype, extra)
 
-    def _has_body(self):
-        te = self._h.get("transfer-encoding")
-        if te:
-            return True
-        cl = self._h.get("content-length")
-        return bool(cl) and cl.strip() != "0"
-
-    def _raw_body(self):
-        """Yields the request body as it arrives (chunked or Content-Length).
-
-        http.server does not decode chunked bodies, so it is done here.
-        Raises ClientGone if the connection ends before the body does (e.g. a
-        dropped insert: hyper closes without sending the final 0 chunk).
-        """
-        rfile = self.rfile
-        te = self._h.get("transfer-encoding")
-        self._body_state = "reading"
-        try:
-            if te:
-                if te.replace(" ", "").lower().split(",")[-1] != "chunked":
-                    raise ClickHouseError.make(48, f"Unsupported Transfer-Encoding: {te}", close=True)
-                while True:
-                    line = rfile.readline(1024)
-                    if not line:
-                        raise ClientGone("connection closed inside a chunked body")
-                    try:
-                        size = int(line.split(b";", 1)[0].strip(), 16)
-                    except ValueError:
-                        size = -1
-                    if size < 0 or not line.endswith(b"\n"):
-                        raise ClickHouseError.make(36, f"Malformed chunk header {line[:40]!r}", close=True)
-                    if size == 0:
-                        break
-                    while size:
-                        data = rfile.read(min(size, 1 << 20))
-                        if not data:
-                            raise ClientGone("connection closed inside a chunk")
-                        size -= len(data)
-                        yield data
-                    if rfile.readline(3) not in (b"\r\n", b"\n"):
-                        raise ClickHouseError.make(36, "Malformed chunked body: missing CRLF", close=True)
-                # Trailer fields (ignored) end with an empty line.
-                while True:
-                    line = rfile.readline(8192)
-                    if not line:
-                        raise ClientGone("connection closed inside chunked trailers")
-                    if line in (b"\r\n", b"\n"):
-                        break
-                self._body_state = "done"
-                return
-            cl = self._h.get("content-length")
-            if not cl:
-                self._body_state = "done"
-                return
-            try:
-                remaining = int(cl)
-                if remaining < 0:
-                    raise ValueError
-            except ValueError:
-                raise ClickHouseError.make(36, f"Invalid Content-Length: {cl!r}", close=True) from None
-            while remaining:
-                data = rfile.read(min(remaining, 1 << 20))
-                if not data:
-                    raise ClientGone("connection closed inside the body")
-                remaining -= len(data)
-                yield data
-            self._body_state = "done"
-        except (TimeoutError, ConnectionError) as exc:
-            raise ClientGone(str(exc)) from None
-
-    def _pump_body(self, sink, req):
-        """Feeds the decoded request body to `sink`.
-
-        On a decoding error the rest of the body is still read (and thrown
-        away) so the keep-alive connection stays in step with the client.
-        """
-        decoders = []
-        if req.decompress:
-            dec = NativeBlockDecoder(sink, req.verify)
-            decoders.append(dec)
-            sink = dec.feed
-        encoding = (self._h.get("content-encoding") or "").strip().lower()
-        if encoding and encoding != "identity":
-            dec = ContentDecoder(encoding, sink)
-            decoders.append(dec)
-            sink = dec.feed
-        pieces = self._raw_body()
-        try:
-            for piece in pieces:
-                sink(piece)
-            for dec in reversed(decoders):
-                dec.finish()
-        except ClickHouseError as err:
-            if not err.close:
-                for _ in pieces:
-                    pass
-            raise
-
-    def _read_body(self, req):
-        te = self._h.get("transfer-encoding")
-        cl = self._h.get("content-length")
-        if not te and not req.decompress and not self._h.get("content-encoding") and cl and cl.isdigit():
-            # Fast path for the common small SQL body.
-            n = int(cl)
-            self._body_state = "reading"
-            try:
-                data = self.rfile.read(n)
-            except (TimeoutError, ConnectionError) as exc:
-                raise ClientGone(str(exc)) from None
-            if len(data) != n:
-                raise ClientGone("connection closed inside the body")
-            self._body_state = "done"
-            return data
-        parts = []
-        self._pump_body(parts.append, req)
-        return b"".join(parts)
-
-    def _discard_body(self):
-        if self._has_body():
-            for _ in self._raw_body():
-                pass
+    def _skip_unread_body(self) -> None:
+        if not self._body.skip_unread():
+            self.close_connection = True
 
     # -- dispatch -----------------------------------------------------------
 
-    def do_GET(self):
+    def do_GET(self) -> None:
         self._handle()
 
-    def do_POST(self):
+    def do_POST(self) -> None:
         self._handle()
 
-    def do_HEAD(self):
+    def do_HEAD(self) -> None:
         self._handle()
 
-    def _handle(self):
+    def _handle(self) -> None:
         started = time.perf_counter()
         self._status, self._sent, self._sql = 0, 0, ""
         # One pass over the headers: Message.get() rescans and lowercases
         # every header on each call.  For repeated headers the first wins.
         self._h = {k.lower(): v for k, v in reversed(self.headers.items())}
-        # "unread" / "reading" / "done": an error reply must leave the
-        # connection in step, so a body nobody read yet is skipped first.
-        self._body_state = "unread" if self._has_body() else "done"
+        self._body = BodyReader(self.rfile, self._h)
         server = self.server
         server.begin_request(self)
         try:
@@ -796,128 +1011,89 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             log.info("%s %s: connection lost while replying: %s", self.client_address[0], self.command, exc)
         except Exception:
-            self.close_connection = True
-            log.exception("%s %s %s: internal error", self.client_address[0], self.command, self.path[:200])
-            if not self._status:
-                try:
-                    self._reply_error(ClickHouseError.make(1001, "Internal gateway error"), None)
-                except OSError:
-                    pass
+            self._on_internal_error()
         finally:
             server.end_request(self)
-            if log.isEnabledFor(logging.DEBUG):
-                log.debug("%s %s %s -> %s %dB %.2fms %s", self.client_address[0], self.command,
-                          self.path.partition("?")[0], self._status, self._sent,
-                          (time.perf_counter() - started) * 1e3, self._sql[:200].replace("\n", " "))
+            self._log_done(started)
 
-    def _route(self):
+    def _on_internal_error(self) -> None:
+        """Called from an ``except`` block: logs the exception being handled
+        and, if nothing was sent yet, answers with code 1001."""
+        self.close_connection = True
+        log.exception("%s %s %s: internal error", self.client_address[0], self.command, self.path[:200])
+        if not self._status:
+            try:
+                self._reply_error(ClickHouseError.make(1001, "Internal gateway error"), None)
+            except OSError:
+                pass
+
+    def _log_done(self, started: float) -> None:
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("%s %s %s -> %s %dB %.2fms %s", self.client_address[0], self.command,
+                      self.path.partition("?")[0], self._status, self._sent,
+                      (time.perf_counter() - started) * 1e3, self._sql[:200].replace("\n", " "))
+
+    def _route(self) -> None:
         path, _, qs = self.path.partition("?")
         if path in ("/ping", "/replicas_status") or (path == "/" and self.command == "HEAD"):
-            self._discard_body()
-            self._reply(200, b"Ok.\n", "text/plain; charset=UTF-8")
-            return
-        if path != "/":
-            self._discard_body()
+            self._body.discard()
+            self._reply_ok()
+        elif path != "/":
+            self._body.discard()
             self._reply_error(ClickHouseError.make(
                 36, f"There is no handle {path}. Use / or /ping for health checks, "
                 "POST / or GET /?query= for queries", status=404), None)
-            return
-
-        req = Request()
-        req.query_id = None
-        try:
-            req.settings, req.params = {}, {}
-            controls = {}
-            if qs:
-                for key, value in parse_qsl(qs, keep_blank_values=True):
-                    self._classify(key, value, controls, req.settings, req.params)
-            url_query = controls.pop("query", "")
-            has_body = self._has_body()
-            if self.command == "GET" and not url_query and not has_body:
-                self._reply(200, b"Ok.\n", "text/plain; charset=UTF-8")
-                return
-            ctype = self._h.get("content-type") or ""
-            form = None
-            if ctype[:19].lower() == "multipart/form-data":
-                # The form's fields are parameters just like the URL's (its
-                # `query` field is the SQL), so the controls are applied once
-                # for reading the body and again with the form's included.
-                self._apply_controls(req, controls)
-                form = parse_multipart(self._read_body(req), ctype)
-                for key, value in form.items():
-                    self._classify(key, value, controls, req.settings, req.params)
-                has_body = False
-            self._apply_controls(req, controls)
-            m = _INSERT_DATA_RE.match(url_query) if url_query and form is None else None
-            if m:
-                self._insert(req, m, url_query)
-                return
-            if form is not None:
-                body_sql = form.get("query", "")
-            elif has_body:
-                try:
-                    body_sql = self._read_body(req).decode("utf-8")
-                except UnicodeDecodeError:
-                    raise ClickHouseError.make(36, "Query is not valid UTF-8") from None
-            else:
-                body_sql = ""
-            # Like ClickHouse: the URL's query, then the body, on a new line.
-            sql = url_query + "\n" + body_sql if url_query and body_sql else url_query or body_sql
-            self._query(req, sql)
-        except ClickHouseError as err:
-            log.warning("%s query_id=%s error %d: %s", self.client_address[0], req.query_id,
-                        err.code, err.text.split("\n", 1)[0][:500])
-            self._skip_unread_body()
-            self._reply_error(err, req.query_id)
-
-    def _skip_unread_body(self):
-        if self._body_state == "unread":
-            try:
-                self._discard_body()
-            except (ClientGone, ClickHouseError):
-                self.close_connection = True
-        elif self._body_state == "reading":
-            # Stopped half-way (bad framing): the stream cannot be resynced.
-            self.close_connection = True
-
-    @staticmethod
-    def _classify(key, value, controls, settings, params):
-        if key.startswith("param_"):
-            params[key[6:]] = value
-        elif key in CONTROL_PARAMS:
-            controls[key] = value
         else:
-            settings[key] = value
+            req, controls = parse_query_string(qs)
+            try:
+                self._serve_query(req, controls)
+            except ClickHouseError as err:
+                log.warning("%s query_id=%s error %d: %s", self.client_address[0], req.query_id,
+                            err.code, err.text.split("\n", 1)[0][:500])
+                self._skip_unread_body()
+                self._reply_error(err, req.query_id)
 
-    def _apply_controls(self, req, controls):
-        req.query_id = safe_header_value(controls.get("query_id") or req.query_id or str(uuid.uuid4()))
-        req.database = controls.get("database") or self._h.get("x-clickhouse-database") or ""
-        fmt = controls.get("default_format") or self._h.get("x-clickhouse-format") or "TabSeparated"
-        if not _FORMAT_NAME_RE.match(fmt) or fmt.lower() in _PYTHON_ONLY_FORMATS:
-            raise ClickHouseError.make(73, f"Unknown format {fmt}")
-        req.default_format = fmt
-        req.decompress = controls.get("decompress", "0") not in ("0", "", "false")
-        req.verify = controls.get(
-            "http_native_compression_disable_checksumming_on_decompress", "0") in ("0", "", "false")
-        req.compress = controls.get("compress", "0") not in ("0", "", "false")
+    # -- queries ------------------------------------------------------------
 
-    def _pool_key(self, req):
-        settings = dict(req.settings)
-        if self.command == "GET":
-            # Like ClickHouse: a GET can only read (readonly=2 still lets the
-            # query change settings), unless the client asked for stricter.
-            if settings.get("readonly", "0") in ("0", ""):
-                settings["readonly"] = "2"
-        for name in settings:
-            if not _SETTING_NAME_RE.match(name):
-                raise ClickHouseError.make(115, f"Unknown setting '{name}'")
-        readonly = settings.pop("readonly", None)
-        items = tuple(sorted(settings.items()))
-        if readonly is not None:
-            items += (("readonly", readonly),)  # applied last, see ConnectionPool._open
-        return (req.database, items)
+    def _serve_query(self, req: Request, controls: dict[str, str]) -> None:
+        url_query = controls.pop("query", "")
+        if self.command == "GET" and not url_query and not self._body.has_body():
+            self._reply_ok()
+            return
+        form = self._read_form(req, controls)
+        apply_controls(req, controls, self._h)
+        m = _INSERT_DATA_RE.match(url_query) if url_query and form is None else None
+        if m:
+            self._insert(req, m, url_query)
+            return
+        body_sql = form.get("query", "") if form is not None else self._read_body_sql(req)
+        self._query(req, join_query(url_query, body_sql))
 
-    def _run(self, key, sql, fmt, params, reusable=True):
+    def _read_form(self, req: Request, controls: dict[str, str]) -> dict[str, str] | None:
+        """Reads a multipart/form-data body (None if the body is not one).
+
+        The form's fields are parameters just like the URL's (its `query`
+        field is the SQL), so the controls are applied once for reading the
+        body and again (by the caller) with the form's included.
+        """
+        ctype = self._h.get("content-type") or ""
+        if ctype[:19].lower() != "multipart/form-data":
+            return None
+        apply_controls(req, controls, self._h)
+        form = parse_multipart(self._body.read(req.decompress, req.verify), ctype)
+        classify_params(form.items(), req, controls)
+        return form
+
+    def _read_body_sql(self, req: Request) -> str:
+        if not self._body.has_body():
+            return ""
+        try:
+            return self._body.read(req.decompress, req.verify).decode("utf-8")
+        except UnicodeDecodeError:
+            raise ClickHouseError.make(36, "Query is not valid UTF-8") from None
+
+    def _run(self, key: PoolKey, sql: str, fmt: str, params: dict[str, str] | None,
+             reusable: bool = True) -> EngineResult:
         """Runs one statement on a pooled connection; returns chDB's result."""
         pool = self.server.pool
         conn = pool.acquire(key)
@@ -935,16 +1111,16 @@ class Handler(BaseHTTPRequestHandler):
             # query's partial output to the next result on this connection.
             pool.release(key, conn, ok and reusable)
 
-    def _query(self, req, sql):
+    def _query(self, req: Request, sql: str) -> None:
         self._sql = sql
         if not sql.strip():
             raise ClickHouseError.make(62, "Empty query")
-        key = self._pool_key(req)
+        key = pool_key(req, self.command)
         fmt = req.default_format
         result = self._run(key, sql, fmt, req.params, keeps_session_clean(sql))
         self._reply_result(req, result, output_format_of(sql, fmt))
 
-    def _insert(self, req, m, url_query):
+    def _insert(self, req: Request, m: re.Match[str], url_query: str) -> None:
         """INSERT whose rows are the request body: spool, then FROM INFILE.
 
         chDB's streaming insert API swallows errors raised inside the engine
@@ -954,21 +1130,11 @@ class Handler(BaseHTTPRequestHandler):
         """
         fmt = m.group("fmt") or "Values"
         self._sql = url_query
-        key = self._pool_key(req)
+        key = pool_key(req, self.command)
         fd, spool = tempfile.mkstemp(prefix="chgw-", suffix=".data", dir=self.server.spool_dir)
         try:
-            with os.fdopen(fd, "wb", buffering=256 * 1024) as f:
-                try:
-                    self._pump_body(f.write, req)
-                except ClientGone:
-                    log.info("%s query_id=%s: upload aborted, nothing inserted",
-                             self.client_address[0], req.query_id)
-                    raise
-            settings = m.group("settings")
-            # COMPRESSION 'none': never guess a codec from the file name.
-            sql = (f"{m.group('head')} FROM INFILE {quote_string(spool)} COMPRESSION 'none'"
-                   f"{' ' + settings if settings else ''} FORMAT {fmt}")
-            result = self._run(key, sql, "TabSeparated", req.params or None)
+            self._spool_body(fd, req)
+            result = self._run(key, insert_from_file_sql(m, spool, fmt), "TabSeparated", req.params or None)
         finally:
             try:
                 os.unlink(spool)
@@ -976,28 +1142,15 @@ class Handler(BaseHTTPRequestHandler):
                 pass
         self._reply_result(req, result, fmt, body=b"")
 
-    def _reply_result(self, req, result, fmt, body=None):
-        if body is None:
-            # Zero-copy view of chDB's result buffer; `result` stays
-            # referenced until the reply is sent.
-            body = result.get_memview().view() if result is not None and result.size() else b""
-        if req.compress:
-            body = native_compress(body)
-            ctype = "application/octet-stream"
-        else:
-            ctype = content_type_for(fmt)
-        if result is not None:
-            summary = (
-                f'{{"read_rows":"{result.rows_read()}","read_bytes":"{result.bytes_read()}",'
-                f'"written_rows":"{result.rows_written()}","written_bytes":"{result.bytes_written()}",'
-                f'"elapsed_ns":"{int(result.elapsed() * 1e9)}"}}'
-            )
-        else:
-            summary = '{"read_rows":"0","read_bytes":"0","written_rows":"0","written_bytes":"0"}'
-        extra = (f"X-ClickHouse-Query-Id: {req.query_id}\r\n"
-                 f"X-ClickHouse-Format: {fmt}\r\n"
-                 f"X-ClickHouse-Summary: {summary}\r\n")
-        self._reply(200, body, ctype, extra)
+    def _spool_body(self, fd: int, req: Request) -> None:
+        """Writes the decoded body to the open file `fd` (and closes it)."""
+        with os.fdopen(fd, "wb", buffering=256 * 1024) as f:
+            try:
+                self._body.pump(f.write, req.decompress, req.verify)
+            except ClientGone:
+                log.info("%s query_id=%s: upload aborted, nothing inserted",
+                         self.client_address[0], req.query_id)
+                raise
 
 
 class Gateway(ThreadingHTTPServer):
@@ -1007,7 +1160,8 @@ class Gateway(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 128
 
-    def __init__(self, address, pool, spool_dir, idle_timeout=30):
+    def __init__(self, address: tuple[str, int], pool: ConnectionPool, spool_dir: str,
+                 idle_timeout: float = 30) -> None:
         if ":" in address[0]:
             self.address_family = socket.AF_INET6
         self.pool = pool
@@ -1016,30 +1170,30 @@ class Gateway(ThreadingHTTPServer):
         self.keep_alive_timeout = int(idle_timeout)
         self.stopping = False
         self._state_lock = threading.Condition()
-        self._handlers = {}  # handler -> busy?
+        self._handlers: dict[Handler, bool] = {}  # handler -> busy?
         self._busy = 0
         super().__init__(address, Handler)
 
-    def server_bind(self):
+    def server_bind(self) -> None:
         # HTTPServer.server_bind resolves the host name with getfqdn(), which
         # can block on DNS; nothing here needs it.
         socketserver.TCPServer.server_bind(self)
         host, port = self.server_address[:2]
         self.server_name, self.server_port = host, port
 
-    def track(self, handler, alive):
+    def track(self, handler: Handler, alive: bool) -> None:
         with self._state_lock:
             if alive:
                 self._handlers[handler] = False
             else:
                 self._handlers.pop(handler, None)
 
-    def begin_request(self, handler):
+    def begin_request(self, handler: Handler) -> None:
         with self._state_lock:
             self._handlers[handler] = True
             self._busy += 1
 
-    def end_request(self, handler):
+    def end_request(self, handler: Handler) -> None:
         with self._state_lock:
             if handler in self._handlers:
                 self._handlers[handler] = False
@@ -1047,7 +1201,7 @@ class Gateway(ThreadingHTTPServer):
             if self.stopping:
                 self._state_lock.notify_all()
 
-    def drain(self, timeout):
+    def drain(self, timeout: float) -> bool:
         """After the listener is closed: end idle keep-alive connections and
         wait up to `timeout` seconds for in-flight requests.  Returns True if
         nothing is still running."""
@@ -1069,7 +1223,7 @@ class Gateway(ThreadingHTTPServer):
                 self._state_lock.wait(left)
         return True
 
-    def handle_error(self, request, client_address):
+    def handle_error(self, request: Any, client_address: Any) -> None:
         log.exception("%s: unhandled error", client_address[0] if client_address else "?")
 
 
@@ -1078,7 +1232,7 @@ class Gateway(ThreadingHTTPServer):
 # ---------------------------------------------------------------------------
 
 
-def pick_spool_dir(requested):
+def pick_spool_dir(requested: str | None) -> str:
     if requested:
         return requested
     # /dev/shm is memory-backed, so spooling an insert costs no disk I/O.
@@ -1087,7 +1241,7 @@ def pick_spool_dir(requested):
     return tempfile.gettempdir()
 
 
-def main(argv=None):
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description="ClickHouse HTTP interface over an embedded chDB database.")
     ap.add_argument("--path", required=True, help="database directory (created if missing)")
     ap.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
@@ -1100,27 +1254,30 @@ def main(argv=None):
     ap.add_argument("--exit-with-parent", action="store_true",
                     help="shut down when the process that started the gateway exits")
     args = ap.parse_args(argv)
-
-    logging.basicConfig(stream=sys.stderr, level=getattr(logging, args.log_level.upper()),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-
     if "?" in args.path:
         ap.error("--path must not contain '?' (chDB would read it as connection options)")
-    path = os.path.abspath(args.path)
+    return args
+
+
+def open_gateway(args: argparse.Namespace, path: str) -> tuple[ConnectionPool, Gateway] | None:
+    """Opens the database and the listening socket; None (logged) on failure."""
     try:
         pool = ConnectionPool(path, max_idle=max(1, args.pool_size),
                               max_idle_per_key=max(1, min(16, args.pool_size)))
     except Exception as exc:
         log.error("cannot open database %s: %s", path, exc)
-        return 1
+        return None
     try:
         server = Gateway((args.host, args.port), pool, pick_spool_dir(args.spool_dir))
     except OSError as exc:
         log.error("cannot listen on %s:%s: %s", args.host, args.port, exc)
         pool.close()
-        return 1
+        return None
+    return pool, server
 
-    def on_signal(signum, _frame):
+
+def stop_on_signals(server: Gateway) -> None:
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
         log.info("received %s, shutting down", signal.Signals(signum).name)
         # shutdown() waits for serve_forever() to return, and serve_forever
         # runs in this (main) thread: call it from another thread.
@@ -1129,18 +1286,50 @@ def main(argv=None):
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
 
+
+def stop_with_parent(server: Gateway) -> None:
+    # A parent killed outright (SIGKILL, a crashed test run) cannot stop us, so watch it:
+    # once it is gone we are re-parented and getppid() changes.
+    parent = os.getppid()
+
+    def watch_parent() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        log.info("parent process %d exited, shutting down", parent)
+        server.shutdown()
+
+    threading.Thread(target=watch_parent, name="parent-watch", daemon=True).start()
+
+
+def serve(server: Gateway, pool: ConnectionPool, shutdown_timeout: float) -> None:
+    """Serves until shut down, then drains and closes the engine."""
+    try:
+        server.serve_forever(poll_interval=0.25)
+    finally:
+        server.server_close()  # stop accepting
+        if not server.drain(shutdown_timeout):
+            log.warning("requests still running after %.1fs; exiting without closing the engine",
+                        shutdown_timeout)
+            pool.close(keep_anchor=True)
+            logging.shutdown()
+            # Interpreter teardown while engine threads still run queries is
+            # unsafe; leave at once.
+            os._exit(0)
+        pool.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(stream=sys.stderr, level=getattr(logging, args.log_level.upper()),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    path = os.path.abspath(args.path)
+    opened = open_gateway(args, path)
+    if opened is None:
+        return 1
+    pool, server = opened
+    stop_on_signals(server)
     if args.exit_with_parent:
-        # A parent killed outright (SIGKILL, a crashed test run) cannot stop us, so watch it:
-        # once it is gone we are re-parented and getppid() changes.
-        parent = os.getppid()
-
-        def watch_parent():
-            while os.getppid() == parent:
-                time.sleep(1.0)
-            log.info("parent process %d exited, shutting down", parent)
-            server.shutdown()
-
-        threading.Thread(target=watch_parent, name="parent-watch", daemon=True).start()
+        stop_with_parent(server)
 
     host, port = server.server_address[:2]
     shown = f"[{host}]" if ":" in host else host
@@ -1148,19 +1337,7 @@ def main(argv=None):
     sys.stdout.write(f"listening {shown}:{port}\n")
     sys.stdout.flush()
 
-    try:
-        server.serve_forever(poll_interval=0.25)
-    finally:
-        server.server_close()  # stop accepting
-        if not server.drain(args.shutdown_timeout):
-            log.warning("requests still running after %.1fs; exiting without closing the engine",
-                        args.shutdown_timeout)
-            pool.close(keep_anchor=True)
-            logging.shutdown()
-            # Interpreter teardown while engine threads still run queries is
-            # unsafe; leave at once.
-            os._exit(0)
-        pool.close()
+    serve(server, pool, args.shutdown_timeout)
     log.info("stopped")
     return 0
 
