@@ -31,6 +31,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(4, "004_query_log"),
     migration!(5, "005_service_keys"),
     migration!(6, "006_archive"),
+    migration!(7, "007_archive_codec"),
 ];
 
 /// The schema version this binary expects.

@@ -37,6 +37,9 @@ const MIN_CHUNK_BYTES: usize = 64 * 1024;
 const IN_FLIGHT: usize = 2;
 /// Most logs in one request.
 const BATCH_LOGS: usize = 256;
+/// Most log bytes in one request by default (before compression): fewer, larger requests
+/// mean fewer, larger parts for the server's engine to merge.
+pub const CHUNK_BYTES: usize = 16 * 1024 * 1024;
 
 #[derive(Debug, clap::Args)]
 pub struct PushArgs {
@@ -61,7 +64,7 @@ pub struct PushArgs {
     #[arg(long, default_value_t = 2)]
     interval: u64,
     /// Most log bytes sent in one request (before compression).
-    #[arg(long, default_value_t = 8 * 1024 * 1024)]
+    #[arg(long, default_value_t = CHUNK_BYTES)]
     chunk_bytes: usize,
     /// How long to keep retrying an unreachable or overloaded server, in seconds.
     #[arg(long, default_value_t = 600)]
@@ -382,7 +385,7 @@ impl Sender<'_> {
     }
 
     /// The next request's logs and their bytes: the worker's own logs first, then queued
-    /// ones, up to `max_bytes` and [`BATCH_LOGS`]. A log that does not fit is cut at a line
+    /// ones, up to `max_bytes` and [`BATCH_LOGS`]. A log larger than a request is cut at a line
     /// end and its rest sent next.
     fn fill(&self, mine: &mut Vec<Job>, max_bytes: usize) -> Vec<(Job, Vec<u8>)> {
         let mut batch = Vec::new();
@@ -395,7 +398,10 @@ impl Sender<'_> {
                 break;
             };
             let left = (job.size - job.offset) as usize;
-            if !batch.is_empty() && room < left.min(MIN_CHUNK_BYTES) {
+            // A log that would fit whole in a request of its own waits for the next one rather
+            // than being cut: the server reads back a cut log's tail to go on parsing it.
+            let wait = left > room && (left <= max_bytes || room < MIN_CHUNK_BYTES);
+            if !batch.is_empty() && wait {
                 mine.push(job);
                 break;
             }

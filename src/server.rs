@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::State;
+use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{StatusCode, header};
 use axum::middleware;
 use axum::response::{IntoResponse, Response};
@@ -94,6 +94,9 @@ pub(crate) fn router(
         .with_state(state)
         .merge(ingest)
         .fallback(not_found)
+        // `guards::limit_body` bounds every body by the configured limits; axum's own 2 MiB
+        // default for extracted bodies would refuse ingest requests well within them.
+        .layer(DefaultBodyLimit::disable())
         // Outermost first. The timeout covers reading the body (a stalled upload ends in 503);
         // the metrics see every status, 413s and timeouts included.
         .layer(

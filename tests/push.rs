@@ -481,6 +481,20 @@ async fn appends_are_idempotent_ordered_and_bounded() {
     let mut answer = Vec::new();
     let _ = raw.read_to_end(&mut answer).await;
     assert!(String::from_utf8_lossy(&answer).starts_with("HTTP/1.1 413"));
+    // Within the limit, any size is taken (a framework's smaller default does not apply).
+    let big = format!("{}\n", "x".repeat(7 * 1024 * 1024));
+    let taken = send(
+        "POST",
+        &format!(
+            "{}/ingest/v1/append?harness=claude-code&path=/x/big.jsonl&offset=0",
+            cut.base
+        ),
+        &[("authorization", bearer.as_str())],
+        &big,
+    )
+    .await;
+    assert_eq!(taken.status, 200, "{}", taken.body);
+    assert_eq!(taken.json()["received"], big.len());
     cut.stop().await;
     server.stop().await;
 }

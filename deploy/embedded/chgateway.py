@@ -210,7 +210,8 @@ class ConnectionPool:
         self._idle: collections.OrderedDict[PoolKey, list[EngineConnection]] = collections.OrderedDict()
         self._n_idle = 0
         self._closed = False
-        self._anchor: EngineConnection | None = chdb.connect(path)
+        # The first connection starts the engine: its start-up options go with it.
+        self._anchor: EngineConnection | None = chdb.connect(engine_uri(path))
 
     def acquire(self, key: PoolKey) -> EngineConnection:
         with self._lock:
@@ -1239,6 +1240,16 @@ def pick_spool_dir(requested: str | None) -> str:
     if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK | os.X_OK):
         return "/dev/shm"
     return tempfile.gettempdir()
+
+
+# Merges are background work: searches come first when the CPU is short. (Linux applies a nice
+# value only with CAP_SYS_NICE; without it the engine leaves its threads as they are.)
+MERGE_NICE = 10
+
+
+def engine_uri(path: str) -> str:
+    """The chDB connection string that starts the engine on `path` with its start-up options."""
+    return f"file:{path}?os_threads_nice_value_merge_mutate={MERGE_NICE}"
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

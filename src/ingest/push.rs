@@ -608,9 +608,10 @@ fn status_of(log: &LogName, checkpoint: Option<&CheckpointRow>) -> LogStatus {
 
 #[derive(Debug, clickhouse::Row, Deserialize)]
 struct ArchivedChunk {
-    offset: u64,
+    /// Where `piece` starts in the log.
+    start: u64,
     #[serde(with = "serde_bytes")]
-    data: Vec<u8>,
+    piece: Vec<u8>,
 }
 
 /// The archived bytes `[from, to)` of a log's generation.
@@ -627,7 +628,12 @@ pub(crate) async fn read_archive(
     let chunks: Vec<ArchivedChunk> = db
         .read(
             "ingest_archive",
-            "SELECT offset, data FROM raw_chunks FINAL \
+            // Only the wanted bytes of each chunk leave the engine: a chunk is as large as
+            // the request that brought it, and the head or tail of a log is a few KiB of it.
+            "SELECT greatest(offset, {from:UInt64}) AS start, \
+                    substring(data, start - offset + 1, \
+                              least(offset + length(data), {to:UInt64}) - start) AS piece \
+             FROM raw_chunks FINAL \
              WHERE file_key = {f:UInt64} AND generation = {g:UInt32} \
                AND offset < {to:UInt64} AND offset + length(data) > {from:UInt64} \
              ORDER BY offset",
@@ -641,16 +647,13 @@ pub(crate) async fn read_archive(
     let mut out = Vec::with_capacity((to - from) as usize);
     let mut at = from;
     for chunk in chunks {
-        let end = chunk.offset + chunk.data.len() as u64;
-        if chunk.offset > at || end <= at {
+        let end = chunk.start + chunk.piece.len() as u64;
+        if chunk.start > at {
             break;
         }
-        let start = (at - chunk.offset) as usize;
-        let stop = (end.min(to) - chunk.offset) as usize;
-        out.extend_from_slice(&chunk.data[start..stop]);
-        at = end.min(to);
-        if at == to {
-            break;
+        if end > at {
+            out.extend_from_slice(&chunk.piece[(at - chunk.start) as usize..]);
+            at = end;
         }
     }
     if at != to {

@@ -11,7 +11,13 @@ use crate::db::{Db, DbError};
 use crate::rows::CheckpointRow;
 
 /// Settings for the event insert: the index views run in parallel with the events view.
-const EVENT_INSERT_SETTINGS: &[(&str, &str)] = &[("parallel_view_processing", "1")];
+/// Ingest is background work: its engine threads yield to searches when the CPU is short
+/// (ClickHouse applies the nice value only with CAP_SYS_NICE, and ignores it otherwise).
+const INGEST_SETTINGS: &[(&str, &str)] = &[("os_thread_priority", "10")];
+const EVENT_INSERT_SETTINGS: &[(&str, &str)] = &[
+    ("parallel_view_processing", "1"),
+    ("os_thread_priority", "10"),
+];
 
 /// What ClickHouse already holds for each of `files`, by file key.
 pub async fn load_stored(db: &Db, files: &[LogFile]) -> Result<HashMap<u64, Stored>, DbError> {
@@ -74,19 +80,29 @@ pub async fn write_batch(db: &Db, mut batch: Batch, version: u64) -> Result<(), 
     for row in &mut batch.turns {
         row.version = version;
     }
-    db.insert("ingest_turns", "turns", &batch.turns, &[])
+    db.insert("ingest_turns", "turns", &batch.turns, INGEST_SETTINGS)
         .await?;
     for row in &mut batch.sessions {
         row.version = version;
     }
-    db.insert("ingest_sessions", "sessions", &batch.sessions, &[])
-        .await?;
+    db.insert(
+        "ingest_sessions",
+        "sessions",
+        &batch.sessions,
+        INGEST_SETTINGS,
+    )
+    .await?;
     let now = now_ms();
     for row in &mut batch.chunks {
         row.received_at = now;
     }
-    db.insert("ingest_chunks", "raw_chunks", &batch.chunks, &[])
-        .await?;
+    db.insert(
+        "ingest_chunks",
+        "raw_chunks",
+        &batch.chunks,
+        INGEST_SETTINGS,
+    )
+    .await?;
     for row in &mut batch.checkpoints {
         row.version = version;
         row.updated_at = now;
