@@ -120,9 +120,12 @@ impl Client {
             url = format!("{url}?{query}");
         }
         let body = batch::encode(appends);
+        // Compressing megabytes is CPU work: off the async runtime, which may be serving too.
         let compressed =
-            zstd::bulk::compress(&body, ZSTD_LEVEL).map_err(|e| Failure::Log(e.into()))?;
-        drop(body);
+            tokio::task::spawn_blocking(move || zstd::bulk::compress(&body, ZSTD_LEVEL))
+                .await
+                .map_err(|e| Failure::Fatal(e.into()))?
+                .map_err(|e| Failure::Log(e.into()))?;
         let sent = compressed.len() as u64;
         let answer = self
             .send(
