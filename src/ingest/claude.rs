@@ -95,13 +95,25 @@ impl Claude<'_> {
                     out.title = Some(title.to_owned());
                 }
             }
-            "progress" | "file-history-snapshot" | "attachment" | "last-prompt" => {
-                drafts.push(Draft::new(
-                    EventType::System,
-                    ts,
-                    kind.replace('-', " "),
-                    raw.to_owned(),
-                ));
+            // Bookkeeping the harness writes around the conversation: kept, searchable as
+            // what it is, never a prompt or an answer.
+            "progress"
+            | "file-history-snapshot"
+            | "attachment"
+            | "last-prompt"
+            | "mode"
+            | "permission-mode"
+            | "worktree-state"
+            | "pr-link"
+            | "bridge-session" => {
+                let detail = ["permissionMode", "mode"]
+                    .iter()
+                    .find_map(|k| record.get(*k).and_then(Value::as_str));
+                let text = match detail {
+                    Some(detail) => format!("{}: {detail}", kind.replace('-', " ")),
+                    None => kind.replace('-', " "),
+                };
+                drafts.push(Draft::new(EventType::System, ts, text, raw.to_owned()));
             }
             "queue-operation" => {
                 let text = record.get("content").map(content_text).unwrap_or_default();
@@ -467,5 +479,37 @@ mod tests {
         let (drafts, _) = read_all(&lines, true);
         assert!(drafts[0].starts_turn);
         assert_eq!(drafts[1].ending, Some(Ending::Completed));
+    }
+
+    #[test]
+    fn test_bookkeeping_records_are_system_events_never_prompts() {
+        let (drafts, _) = read_all(
+            &[
+                json!({"type":"permission-mode","permissionMode":"bypassPermissions","timestamp":"2026-01-01T00:00:00Z"}),
+                json!({"type":"mode","mode":"plan","timestamp":"2026-01-01T00:00:00Z"}),
+                json!({"type":"worktree-state","timestamp":"2026-01-01T00:00:00Z"}),
+                json!({"type":"pr-link","timestamp":"2026-01-01T00:00:00Z"}),
+                json!({"type":"bridge-session","timestamp":"2026-01-01T00:00:00Z"}),
+            ],
+            false,
+        );
+        let seen: Vec<_> = drafts
+            .iter()
+            .map(|d| (d.event_type, d.starts_turn, d.text.as_str()))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                (
+                    EventType::System,
+                    false,
+                    "permission mode: bypassPermissions"
+                ),
+                (EventType::System, false, "mode: plan"),
+                (EventType::System, false, "worktree state"),
+                (EventType::System, false, "pr link"),
+                (EventType::System, false, "bridge session"),
+            ]
+        );
     }
 }

@@ -227,6 +227,13 @@ impl Codex<'_> {
                 );
                 out.drafts.push(draft);
             }
+            // The harness's own snapshot of the work tree (for undo): not part of the dialogue.
+            "ghost_snapshot" => out.drafts.push(Draft::new(
+                EventType::System,
+                ts,
+                "ghost snapshot".into(),
+                raw.to_owned(),
+            )),
             "function_call_output" | "custom_tool_call_output" | "local_shell_call_output" => {
                 let call_id = str_of(item, "call_id").to_owned();
                 let (text, exit_code) = tool_output(item.get("output").unwrap_or(&Value::Null));
@@ -514,5 +521,17 @@ mod tests {
         assert_eq!(drafts[0].event_type, EventType::System);
         assert!(!drafts[0].starts_turn);
         assert_eq!(drafts[1].event_type, EventType::Compaction);
+    }
+
+    #[test]
+    fn test_ghost_snapshots_are_system_events() {
+        let drafts = read_all(&[
+            json!({"timestamp":"2026-01-01T00:00:01Z","type":"response_item","payload":{"type":"ghost_snapshot","ghost_commit":{"id":"abc","parent":"def","preexisting_untracked_files":[],"preexisting_untracked_dirs":[]}}}),
+        ]);
+        let seen: Vec<_> = drafts
+            .iter()
+            .map(|d| (d.event_type, d.text.as_str()))
+            .collect();
+        assert_eq!(seen, [(EventType::System, "ghost snapshot")]);
     }
 }
