@@ -126,7 +126,17 @@ pub fn from_paths(
     }
     for path in candidates {
         let detected = match harness {
-            Some(h) => Ok(h),
+            Some(h) => {
+                if let Some(looks_like) = other_harness(&path, h) {
+                    tracing::warn!(
+                        file = %path.display(),
+                        given = h.as_str(),
+                        looks_like = looks_like.as_str(),
+                        "the file looks like another harness's log; reading it as --harness says"
+                    );
+                }
+                Ok(h)
+            }
             None => sniff(&path),
         };
         match detected {
@@ -221,6 +231,12 @@ fn codex_session_id(stem: &str) -> Option<&str> {
     is_uuid.then_some(tail)
 }
 
+/// The harness `path` looks like, when that is not `given` (a likely mistake on the command
+/// line: each adapter reads little of the other's records).
+fn other_harness(path: &Path, given: Harness) -> Option<Harness> {
+    sniff(path).ok().filter(|found| *found != given)
+}
+
 /// Decides the harness from the path and the first records.
 fn sniff(path: &Path) -> Result<Harness, String> {
     let text = path.to_string_lossy();
@@ -310,5 +326,37 @@ mod tests {
             session_key(Harness::Codex, "x"),
             session_key(Harness::ClaudeCode, "x")
         );
+    }
+
+    #[test]
+    fn test_a_harness_given_against_the_content_is_noticed() {
+        let dir = std::env::temp_dir().join(format!("moraine-harness-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let claude = dir.join("exported.jsonl");
+        std::fs::write(
+            &claude,
+            "{\"type\":\"user\",\"sessionId\":\"s\",\"message\":{\"role\":\"user\",\"content\":\"hi\"}}\n",
+        )
+        .unwrap();
+        let codex = dir.join("rollout.jsonl");
+        std::fs::write(
+            &codex,
+            "{\"type\":\"session_meta\",\"payload\":{\"id\":\"x\"}}\n",
+        )
+        .unwrap();
+        let unknown = dir.join("notes.jsonl");
+        std::fs::write(&unknown, "{\"hello\":1}\n").unwrap();
+        assert_eq!(
+            other_harness(&claude, Harness::Codex),
+            Some(Harness::ClaudeCode)
+        );
+        assert_eq!(other_harness(&claude, Harness::ClaudeCode), None);
+        assert_eq!(
+            other_harness(&codex, Harness::ClaudeCode),
+            Some(Harness::Codex)
+        );
+        // Nothing to go on: the given harness is taken without a word.
+        assert_eq!(other_harness(&unknown, Harness::Codex), None);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
