@@ -167,31 +167,10 @@ async fn a_push_killed_mid_upload_and_run_again_stores_every_event_once() {
     };
     // Small chunks, so the upload takes many requests; killed once part of it is in.
     let mut child = run("2048");
-    let started = Instant::now();
-    loop {
-        let stored: u64 = db
-            .read("t", "SELECT count() FROM events")
-            .fetch_optional(&db, db.default_deadline())
-            .await
-            .unwrap()
-            .unwrap_or(0);
-        if stored > 200 {
-            break;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "the push made no progress"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_for(&db, |(_, events)| events > 200).await;
     child.kill().unwrap();
     child.wait().unwrap();
-    let partial: u64 = db
-        .read("t", "SELECT count() FROM events")
-        .fetch_optional(&db, db.default_deadline())
-        .await
-        .unwrap()
-        .unwrap();
+    let (_, partial) = counts(&db).await;
     // Waited for on another thread: the server runs on this test's runtime.
     let rerun = run("65536");
     let output = tokio::task::spawn_blocking(move || rerun.wait_with_output())
@@ -231,23 +210,7 @@ async fn a_server_restarted_mid_push_is_resumed_by_the_client() {
     let pusher = client(&server, ALICE);
     let logs = logs_under(&dir);
     let push = tokio::spawn(async move { push::push_logs(&pusher, &logs, 2048, false).await });
-    let started = Instant::now();
-    loop {
-        let stored: u64 = db
-            .read("t", "SELECT count() FROM events")
-            .fetch_optional(&db, db.default_deadline())
-            .await
-            .unwrap()
-            .unwrap_or(0);
-        if stored > 100 {
-            break;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "the push made no progress"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    wait_for(&db, |(_, events)| events > 100).await;
     server.stop().await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let server = TestServer::start(settings, db.clone()).await;
@@ -557,6 +520,8 @@ async fn counts(db: &Db) -> (u64, u64) {
     .unwrap()
 }
 
+/// Waits until the counts of sessions and events stored satisfy `what`. Polled often: tests
+/// stop a push part-way through.
 async fn wait_for(db: &Db, what: impl Fn((u64, u64)) -> bool) {
     let started = Instant::now();
     while !what(counts(db).await) {
@@ -565,7 +530,7 @@ async fn wait_for(db: &Db, what: impl Fn((u64, u64)) -> bool) {
             "not pushed in time: {:?}",
             counts(db).await
         );
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
 

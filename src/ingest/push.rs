@@ -337,13 +337,10 @@ impl PushIngest {
                     .await?,
             ));
         }
-        let mut bytes = self
-            .archived(file.file_key, generation, resume.offset, received)
+        let (head, before, mut bytes) = self
+            .around(file.file_key, generation, resume.offset, received)
             .await?;
         bytes.extend_from_slice(new);
-        let (head, before) = self
-            .context(file.file_key, generation, resume.offset)
-            .await?;
         Ok(Some(Plan {
             log: ReceivedLog {
                 base: resume.offset,
@@ -376,10 +373,9 @@ impl PushIngest {
             resume.offset = base;
             resume.line_no += 1;
         }
-        let (head, before) = self
-            .context(checkpoint.file_key, generation, received)
+        let (head, mut before, _) = self
+            .around(checkpoint.file_key, generation, received, received)
             .await?;
-        let mut before = before;
         before.extend_from_slice(&new[..(base - received) as usize]);
         let keep = before.len().saturating_sub(FINGERPRINT_BYTES as usize);
         before.drain(..keep);
@@ -396,25 +392,26 @@ impl PushIngest {
         })
     }
 
-    /// The first 4 KiB of a log, and the (up to) 4 KiB before `offset`, from the archive.
-    async fn context(
+    /// From the archive: the first 4 KiB of a log, the (up to) 4 KiB before `offset`, and the
+    /// bytes `[offset, to)`. The last two are adjacent and read at once; the head is read apart
+    /// only when they do not hold it.
+    async fn around(
         &self,
         file_key: u64,
         generation: u32,
         offset: u64,
-    ) -> Result<(Vec<u8>, Vec<u8>), AppendError> {
-        let head = self
-            .archived(file_key, generation, 0, offset.min(FINGERPRINT_BYTES))
-            .await?;
-        let before = self
-            .archived(
-                file_key,
-                generation,
-                offset.saturating_sub(FINGERPRINT_BYTES),
-                offset,
-            )
-            .await?;
-        Ok((head, before))
+        to: u64,
+    ) -> Result<(Vec<u8>, Vec<u8>, Vec<u8>), AppendError> {
+        let from = offset.saturating_sub(FINGERPRINT_BYTES);
+        let mut before = self.archived(file_key, generation, from, to).await?;
+        let rest = before.split_off((offset - from) as usize);
+        let head = if from == 0 {
+            before.clone()
+        } else {
+            self.archived(file_key, generation, 0, FINGERPRINT_BYTES)
+                .await?
+        };
+        Ok((head, before, rest))
     }
 
     /// The archived bytes `[from, to)` of a log.

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Bytes;
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{Extension, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -111,22 +112,14 @@ struct AppendParams {
 async fn append_post(
     State(api): State<IngestApi>,
     Extension(caller): Extension<Caller>,
-    params: Result<Query<AppendParams>, axum::extract::rejection::QueryRejection>,
+    params: Result<Query<AppendParams>, QueryRejection>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let Query(params) = match params {
-        Ok(params) => params,
-        Err(rejection) => {
-            api.metrics.observe_ingest("invalid");
-            return invalid(&rejection.body_text());
-        }
+    let (params, source, bytes) = match accept(&api, &caller, params, &headers, &body).await {
+        Ok(accepted) => accepted,
+        Err(refused) => return refused,
     };
-    let (source, bytes) =
-        match accept(&api, &caller, params.source.as_deref(), &headers, &body).await {
-            Ok(accepted) => accepted,
-            Err(refused) => return refused,
-        };
     let append = Append {
         log: LogName {
             harness: params.harness,
@@ -165,22 +158,14 @@ struct BatchParams {
 async fn batch_post(
     State(api): State<IngestApi>,
     Extension(caller): Extension<Caller>,
-    params: Result<Query<BatchParams>, axum::extract::rejection::QueryRejection>,
+    params: Result<Query<BatchParams>, QueryRejection>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let Query(params) = match params {
-        Ok(params) => params,
-        Err(rejection) => {
-            api.metrics.observe_ingest("invalid");
-            return invalid(&rejection.body_text());
-        }
+    let (_, source, bytes) = match accept(&api, &caller, params, &headers, &body).await {
+        Ok(accepted) => accepted,
+        Err(refused) => return refused,
     };
-    let (source, bytes) =
-        match accept(&api, &caller, params.source.as_deref(), &headers, &body).await {
-            Ok(accepted) => accepted,
-            Err(refused) => return refused,
-        };
     let appends = match batch::decode(&bytes) {
         Ok(appends) => appends,
         Err(message) => {
@@ -231,17 +216,39 @@ impl IngestApi {
     }
 }
 
-/// The source an append writes as and its decoded body, or the answer refusing it.
-async fn accept(
+/// Query parameters that may name the source to write as.
+trait AsksSource {
+    fn source(&self) -> Option<&str>;
+}
+
+impl AsksSource for AppendParams {
+    fn source(&self) -> Option<&str> {
+        self.source.as_deref()
+    }
+}
+
+impl AsksSource for BatchParams {
+    fn source(&self) -> Option<&str> {
+        self.source.as_deref()
+    }
+}
+
+/// An ingest request's query parameters, the source it writes as and its decoded body, or the
+/// answer refusing it.
+async fn accept<P: AsksSource>(
     api: &IngestApi,
     caller: &Caller,
-    asked: Option<&str>,
+    params: Result<Query<P>, QueryRejection>,
     headers: &HeaderMap,
     body: &Bytes,
-) -> Result<(String, Vec<u8>), Response> {
-    let source = source_of(caller, asked).map_err(IntoResponse::into_response)?;
+) -> Result<(P, String, Vec<u8>), Response> {
+    let Query(params) = params.map_err(|rejection| {
+        api.metrics.observe_ingest("invalid");
+        invalid(&rejection.body_text())
+    })?;
+    let source = source_of(caller, params.source()).map_err(IntoResponse::into_response)?;
     match decode(headers, body, api.max_decoded_bytes).await {
-        Ok(bytes) => Ok((source, bytes)),
+        Ok(bytes) => Ok((params, source, bytes)),
         Err(refused) => {
             let outcome = if matches!(refused, Refusal::TooLarge(_)) {
                 "too_large"
