@@ -241,10 +241,10 @@ async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
             } else {
                 files::from_paths(&paths, harness, source.as_deref())
             };
-            for problem in &problems {
-                eprintln!("warning: {problem}");
-            }
             if logs.is_empty() {
+                for problem in &problems {
+                    eprintln!("not used: {problem}");
+                }
                 eprintln!("no session logs found");
                 return Ok(if problems.is_empty() {
                     ExitCode::SUCCESS
@@ -254,8 +254,15 @@ async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
             }
             let summary = ingest::run(&config, &db, logs, !no_progress).await?;
             println!("ingested {summary}");
+            report_copies(&problems);
+            let not_used = summary.not_used(&problems);
+            for file in &not_used {
+                println!("not used: {file}");
+            }
             Ok(if summary.nothing_ingested() {
                 ExitCode::FAILURE
+            } else if !not_used.is_empty() {
+                ExitCode::from(PARTLY_INGESTED)
             } else {
                 ExitCode::SUCCESS
             })
@@ -264,6 +271,16 @@ async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
 }
 
 /// GETs the health endpoint; healthy only on 200.
+/// `ingest`'s exit code when some files found could not be used (each is listed).
+const PARTLY_INGESTED: u8 = 2;
+
+/// Names each second copy of a session, and the copy read instead.
+fn report_copies(problems: &[files::DiscoverError]) {
+    for copy in problems.iter().filter(|p| p.is_duplicate()) {
+        println!("read once: {copy}");
+    }
+}
+
 async fn healthcheck(config: &Config, url: Option<String>) -> anyhow::Result<ExitCode> {
     let url = url.unwrap_or_else(|| {
         let addr = config.server.listen;

@@ -38,7 +38,19 @@ impl Summary {
 
     /// True when there were files but none could be read.
     pub fn nothing_ingested(&self) -> bool {
-        self.files > 0 && self.counters.files_unreadable as usize == self.files
+        self.files > 0 && self.counters.unreadable.len() == self.files
+    }
+
+    /// Every file found but not used, and why: `problems` met while finding them (a second
+    /// copy of a session is read from the first, so it is not among them), then the files
+    /// that could not be read.
+    pub fn not_used(&self, problems: &[files::DiscoverError]) -> Vec<String> {
+        problems
+            .iter()
+            .filter(|p| !p.is_duplicate())
+            .map(ToString::to_string)
+            .chain(self.counters.unreadable.iter().cloned())
+            .collect()
     }
 }
 
@@ -54,7 +66,7 @@ impl std::fmt::Display for Summary {
             c.files_read,
             c.files_unchanged,
             c.files_reread,
-            c.files_unreadable,
+            c.unreadable.len(),
             c.lines,
             c.events,
             c.sessions,

@@ -553,7 +553,12 @@ async fn a_malformed_line_is_counted_and_the_rest_ingested_and_unreadable_files_
         .await
         .unwrap();
     assert_eq!(summary.counters.malformed, 2);
-    assert_eq!(summary.counters.files_unreadable, 1);
+    assert_eq!(
+        summary.counters.unreadable.len(),
+        1,
+        "{:?}",
+        summary.counters.unreadable
+    );
     assert_eq!(summary.counters.events, 3);
     assert!(!summary.nothing_ingested());
     std::fs::remove_dir_all(dir).unwrap();
@@ -600,4 +605,81 @@ fn the_ingest_command_reports_and_exits_by_what_it_ingested() {
     ] {
         assert!(stdout.contains(part), "{part} missing from: {stdout}");
     }
+    assert!(!stdout.contains("not used"), "{stdout}");
+    // Some files unusable, one session twice: each is named, and the exit code says "partly".
+    let dir = scratch("cli-partly");
+    let session = common::fixtures()
+        .join("codex")
+        .join("rollout-2026-03-02T09-14-07-23435693-bfda-4cfd-8fa1-17c536123c31.jsonl");
+    std::fs::copy(&session, dir.join("copy-of-a-session.jsonl")).unwrap();
+    std::fs::copy(&session, dir.join(session.file_name().unwrap())).unwrap();
+    std::fs::write(dir.join("notes.jsonl"), "{\"hello\": 1}\n").unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_moraine-mcp"))
+        .arg("ingest")
+        .arg(&dir)
+        .env("MORAINE_MCP_CLICKHOUSE__URL", common::shared_engine_url())
+        .env(
+            "MORAINE_MCP_CLICKHOUSE__DATABASE",
+            format!("cli_{}", uuid::Uuid::new_v4().simple()),
+        )
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(2), "{stdout}");
+    assert!(stdout.contains("1 files"), "{stdout}");
+    assert!(
+        stdout.contains("not used: ") && stdout.contains("notes.jsonl: not a Codex"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("read once: ") && stdout.contains("the same session as"),
+        "{stdout}"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[tokio::test]
+async fn a_log_that_names_its_session_later_moves_into_it_without_duplicates() {
+    let (config, db) = common::fresh_db().await;
+    let config = config.validate().unwrap();
+    let dir = scratch("named-later");
+    let path = dir.join("claude-session.jsonl");
+    // At first only a summary: nothing names the session, so the file name stands in.
+    std::fs::write(
+        &path,
+        "{\"type\":\"summary\",\"summary\":\"Fixing the build\",\"leafUuid\":\"u-9\"}\n",
+    )
+    .unwrap();
+    let read = |path: &Path| files::from_paths(&[path.to_owned()], None, None).0;
+    moraine_mcp::ingest::run(&config, &db, read(&path), false)
+        .await
+        .unwrap();
+    let mut out = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    writeln!(out, r#"{{"type":"user","sessionId":"s-later","uuid":"u-1","timestamp":"2026-05-01T00:00:00.000Z","message":{{"role":"user","content":"where is the flaky test"}}}}"#).unwrap();
+    writeln!(out, r#"{{"type":"assistant","sessionId":"s-later","uuid":"u-2","parentUuid":"u-1","timestamp":"2026-05-01T00:00:01.000Z","message":{{"model":"m","stop_reason":"end_turn","content":[{{"type":"text","text":"in the parser suite"}}]}}}}"#).unwrap();
+    drop(out);
+    let files = read(&path);
+    assert_eq!(files[0].native_id, "s-later");
+    moraine_mcp::ingest::run(&config, &db, files, false)
+        .await
+        .unwrap();
+    let sessions: Vec<(String, u32)> = db
+        .read("t", "SELECT native_id, event_count FROM sessions FINAL")
+        .fetch_all(&db, db.default_deadline())
+        .await
+        .unwrap();
+    assert_eq!(sessions.len(), 1, "{sessions:?}");
+    assert_eq!(sessions[0].0, "s-later");
+    let (events, sessions_of_events): (u64, u64) = db
+        .read("t", "SELECT count(), uniqExact(session_key) FROM events")
+        .fetch_optional(&db, db.default_deadline())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(sessions_of_events, 1);
+    assert_eq!(u64::from(sessions[0].1), events);
+    std::fs::remove_dir_all(dir).unwrap();
 }

@@ -759,3 +759,49 @@ async fn a_batch_writes_many_logs_at_once_and_refuses_one_log_alone() {
     }
     server.stop().await;
 }
+
+#[tokio::test]
+async fn logs_not_named_by_session_are_identified_by_content_when_pushed_in_pieces() {
+    // Three sessions exported under one file name, each in its own directory.
+    let written = scratch("named-src");
+    write_sessions(&written, 0xe7, 3, 8, "exportword");
+    let project = written.join("projects").join("-home-dev-src-team");
+    let mut originals: Vec<PathBuf> = std::fs::read_dir(&project)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    originals.sort();
+    let dir = scratch("named");
+    for (i, original) in originals.iter().enumerate() {
+        let repo = dir.join(format!("repo-{i}"));
+        std::fs::create_dir_all(&repo).unwrap();
+        std::fs::copy(original, repo.join("claude-session.jsonl")).unwrap();
+    }
+    let (settings, db) = fresh_db().await;
+    let server = TestServer::start(team(settings), db.clone()).await;
+    let logs = logs_under(&dir);
+    assert_eq!(logs.len(), 3);
+    assert!(logs.iter().all(|log| log.size > 3 * 2048));
+    // Small chunks: every log arrives in several requests, and each continuation must be
+    // put in the session its first request named.
+    let pushed = push::push_logs(&client(&server, ALICE), &logs, 2048, false)
+        .await
+        .unwrap();
+    assert_eq!((pushed.sent, pushed.failed), (3, 0));
+    let stored = snapshot(&db).await;
+    assert_eq!(stored, local_reference(&[&dir]).await);
+    let natives: Vec<String> = db
+        .read(
+            "t",
+            "SELECT native_id FROM sessions FINAL ORDER BY native_id",
+        )
+        .fetch_all(&db, db.default_deadline())
+        .await
+        .unwrap();
+    let expected: Vec<String> = originals
+        .iter()
+        .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(natives, expected);
+    server.stop().await;
+}

@@ -16,7 +16,8 @@ pub struct LogFile {
     pub path: PathBuf,
     pub harness: Harness,
     pub source: String,
-    /// The harness's session id, from the file name (so IDs do not depend on where the file is).
+    /// The harness's session id: from the file name where the harness names files by session,
+    /// otherwise from the log's first records (see [`Identity`]); never from the directory.
     pub native_id: String,
     /// A Claude Code sub-agent transcript, which is a session of its own.
     pub subagent: bool,
@@ -60,6 +61,17 @@ pub fn file_key(source: &str, harness: Harness, path: &str) -> u64 {
 pub enum DiscoverError {
     #[error("{path}: {message}")]
     Unusable { path: PathBuf, message: String },
+    /// A second copy of a session (an exported or renamed log): the session is read once, from
+    /// `kept`.
+    #[error("{path}: the same session as {kept}, which is read instead")]
+    SameSession { path: PathBuf, kept: PathBuf },
+}
+
+impl DiscoverError {
+    /// Whether the file's content is read all the same (from another copy).
+    pub fn is_duplicate(&self) -> bool {
+        matches!(self, Self::SameSession { .. })
+    }
 }
 
 /// Files matching the configured sources' globs. Missing directories are simply empty.
@@ -90,7 +102,8 @@ pub fn from_sources(sources: &[SourceConfig]) -> (Vec<LogFile>, Vec<DiscoverErro
             }
         }
     }
-    (dedupe(found), problems)
+    dedupe(&mut found, &mut problems);
+    (found, problems)
 }
 
 /// Files named on the command line; directories are searched for `*.jsonl`. The harness is
@@ -147,7 +160,8 @@ pub fn from_paths(
             Err(message) => problems.push(DiscoverError::Unusable { path, message }),
         }
     }
-    (dedupe(found), problems)
+    dedupe(&mut found, &mut problems);
+    (found, problems)
 }
 
 fn describe(path: &Path, harness: Harness, source: &str) -> Result<LogFile, DiscoverError> {
@@ -158,43 +172,40 @@ fn describe(path: &Path, harness: Harness, source: &str) -> Result<LogFile, Disc
         })?
         .len();
     let path = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
-    describe_log(&path, harness, source, Origin::Local, size)
+    let identity = Identity::of(harness, &path, || read_head(&path));
+    describe_log(&path, harness, source, Origin::Local, size, identity)
 }
 
-/// Describes the log at `path` (on this machine, or on the machine that pushed it).
+/// The first [`HEAD_BYTES`] of a file (fewer if it is shorter or cannot be read: the identity
+/// then falls back to the file name, and reading the log reports the error).
+pub fn read_head(path: &Path) -> Vec<u8> {
+    let mut head = Vec::new();
+    if let Ok(file) = std::fs::File::open(path) {
+        let _ = std::io::Read::read_to_end(
+            &mut std::io::Read::take(file, HEAD_BYTES as u64),
+            &mut head,
+        );
+    }
+    head
+}
+
+/// Describes the log at `path` (on this machine, or on the machine that pushed it), which
+/// holds the session `identity`.
 pub fn describe_log(
     path: &Path,
     harness: Harness,
     source: &str,
     origin: Origin,
     size: u64,
+    identity: Result<Identity, String>,
 ) -> Result<LogFile, DiscoverError> {
-    let unusable = |message: String| DiscoverError::Unusable {
+    let Identity {
+        native_id,
+        subagent,
+    } = identity.map_err(|message| DiscoverError::Unusable {
         path: path.to_owned(),
         message,
-    };
-    let stem = path
-        .file_stem()
-        .and_then(|s| s.to_str())
-        .ok_or_else(|| unusable("file name is not UTF-8".into()))?;
-    let parent = path
-        .parent()
-        .and_then(Path::file_name)
-        .and_then(|s| s.to_str());
-    let subagent = harness == Harness::ClaudeCode && parent == Some("subagents");
-    let native_id = match harness {
-        Harness::Codex => codex_session_id(stem).unwrap_or(stem).to_owned(),
-        Harness::ClaudeCode if subagent => {
-            let session = path
-                .parent()
-                .and_then(Path::parent)
-                .and_then(Path::file_name)
-                .and_then(|s| s.to_str())
-                .unwrap_or("");
-            format!("{session}/{stem}")
-        }
-        Harness::ClaudeCode => stem.to_owned(),
-    };
+    })?;
     Ok(LogFile {
         path: path.to_owned(),
         harness,
@@ -206,6 +217,121 @@ pub fn describe_log(
         subagent,
         size,
     })
+}
+
+/// How much of a log's start is searched for its session id. Codex writes its `session_meta`
+/// first (tens of KiB with instructions); Claude Code may begin with summaries and snapshots.
+pub const HEAD_BYTES: usize = 256 * 1024;
+
+/// Whose session a log holds: the harness's session id and whether it is a sub-agent's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    pub native_id: String,
+    pub subagent: bool,
+}
+
+impl Identity {
+    /// The identity of the log at `path`: from its name where the harness names logs by
+    /// session, otherwise from its first records (`head`, read only then), otherwise from the
+    /// file name's stem. Directories never count, so one session moved or pushed from another
+    /// machine keeps its IDs, and two sessions exported under one name stay two.
+    pub fn of<H: AsRef<[u8]>>(
+        harness: Harness,
+        path: &Path,
+        head: impl FnOnce() -> H,
+    ) -> Result<Self, String> {
+        if let Some(named) = Self::from_name(harness, path) {
+            return Ok(named);
+        }
+        if let Some(found) = Self::from_content(harness, head().as_ref()) {
+            return Ok(found);
+        }
+        let stem = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .ok_or("file name is not UTF-8")?;
+        Ok(Self {
+            native_id: stem.to_owned(),
+            subagent: false,
+        })
+    }
+
+    /// The identity a harness's own file naming gives: Codex's `rollout-<time>-<uuid>`, Claude
+    /// Code's `<session uuid>.jsonl` and `<session>/subagents/agent-<id>.jsonl`. A Claude Code
+    /// log named by its session is taken at its word even when its first records name another
+    /// session: a resumed session begins with the history of the one it resumes.
+    pub fn from_name(harness: Harness, path: &Path) -> Option<Self> {
+        let stem = path.file_stem()?.to_str()?;
+        match harness {
+            Harness::Codex => codex_session_id(stem).map(|id| Self {
+                native_id: id.to_owned(),
+                subagent: false,
+            }),
+            Harness::ClaudeCode => {
+                let parent = path.parent()?;
+                if parent.file_name().and_then(|s| s.to_str()) == Some("subagents") {
+                    let session = parent.parent()?.file_name()?.to_str()?;
+                    return Some(Self {
+                        native_id: format!("{session}/{stem}"),
+                        subagent: true,
+                    });
+                }
+                is_uuid(stem).then(|| Self {
+                    native_id: stem.to_owned(),
+                    subagent: false,
+                })
+            }
+        }
+    }
+
+    /// The identity the first records of a log give: Codex's `session_meta` id (or, before
+    /// `session_meta` existed, the id of the opening record); Claude Code's `sessionId`, and for
+    /// a sub-agent's log (its records are a side chain with an `agentId`) the agent within it.
+    pub fn from_content(harness: Harness, head: &[u8]) -> Option<Self> {
+        // Only whole lines: the last one may be cut off at HEAD_BYTES.
+        let whole = &head[..memchr::memrchr(b'\n', head).map_or(0, |at| at + 1)];
+        whole.split(|b| *b == b'\n').find_map(|line| {
+            let Ok(Value::Object(record)) = serde_json::from_slice::<Value>(line) else {
+                return None;
+            };
+            let text = |value: Option<&Value>| {
+                value
+                    .and_then(Value::as_str)
+                    .filter(|s| !s.is_empty() && s.len() <= 200)
+                    .map(str::to_owned)
+            };
+            match harness {
+                Harness::Codex => {
+                    let kind = record.get("type").and_then(Value::as_str);
+                    let id = match kind {
+                        Some("session_meta") => {
+                            text(record.get("payload").and_then(|p| p.get("id")))
+                        }
+                        None => text(record.get("id")).filter(|_| record.contains_key("timestamp")),
+                        Some(_) => None,
+                    }?;
+                    Some(Self {
+                        native_id: id,
+                        subagent: false,
+                    })
+                }
+                Harness::ClaudeCode => {
+                    let session = text(record.get("sessionId"))?;
+                    let sidechain = record.get("isSidechain").and_then(Value::as_bool);
+                    Some(match text(record.get("agentId")) {
+                        Some(agent) if sidechain == Some(true) => Self {
+                            native_id: format!("{session}/agent-{agent}"),
+                            subagent: true,
+                        },
+                        _ => Self {
+                            native_id: session,
+                            subagent: false,
+                        },
+                    })
+                }
+            }
+        })
+    }
 }
 
 /// The session key: a hash of the harness and its session id, so harnesses never collide.
@@ -220,15 +346,19 @@ pub fn session_key(harness: Harness, native_id: &str) -> u64 {
 /// Codex names rollouts `rollout-<timestamp>-<session uuid>`.
 fn codex_session_id(stem: &str) -> Option<&str> {
     let tail = stem.get(stem.len().checked_sub(36)?..)?;
-    let is_uuid = tail.len() == 36
-        && tail.char_indices().all(|(i, c)| {
+    is_uuid(tail).then_some(tail)
+}
+
+/// A UUID in its usual text form.
+fn is_uuid(text: &str) -> bool {
+    text.len() == 36
+        && text.char_indices().all(|(i, c)| {
             if [8, 13, 18, 23].contains(&i) {
                 c == '-'
             } else {
                 c.is_ascii_hexdigit()
             }
-        });
-    is_uuid.then_some(tail)
+        })
 }
 
 /// The harness `path` looks like, when that is not `given` (a likely mistake on the command
@@ -275,14 +405,18 @@ fn sniff(path: &Path) -> Result<Harness, String> {
     Err("not a Codex or Claude Code session log (use --harness to say which)".into())
 }
 
-/// One file per session: when the same session appears at several paths (a copied log), the
-/// largest file wins, then the first path in order, so runs are deterministic.
-fn dedupe(mut files: Vec<LogFile>) -> Vec<LogFile> {
+/// One file per session: when the same session is logged at several paths (a copied, exported
+/// or renamed log), the largest file is read, then the first path in order, so runs are
+/// deterministic; every other copy is reported in `problems`.
+fn dedupe(files: &mut Vec<LogFile>, problems: &mut Vec<DiscoverError>) {
     files.sort_by(|a, b| b.size.cmp(&a.size).then_with(|| a.path.cmp(&b.path)));
     let mut seen: HashMap<u64, PathBuf> = HashMap::new();
     files.retain(|f| match seen.get(&f.session_key) {
         Some(kept) => {
-            tracing::warn!(skipped = %f.path.display(), kept = %kept.display(), "same session logged twice; reading one copy");
+            problems.push(DiscoverError::SameSession {
+                path: f.path.clone(),
+                kept: kept.clone(),
+            });
             false
         }
         None => {
@@ -291,7 +425,6 @@ fn dedupe(mut files: Vec<LogFile>) -> Vec<LogFile> {
         }
     });
     files.sort_by(|a, b| a.path.cmp(&b.path));
-    files
 }
 
 #[cfg(test)]
@@ -357,6 +490,113 @@ mod tests {
         );
         // Nothing to go on: the given harness is taken without a word.
         assert_eq!(other_harness(&unknown, Harness::Codex), None);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn test_identity_comes_from_the_harness_naming_or_else_the_first_records() {
+        let id = |harness, path: &str, head: &str| {
+            Identity::of(harness, Path::new(path), || head.as_bytes().to_vec()).unwrap()
+        };
+        let plain = |native_id: &str| Identity {
+            native_id: native_id.into(),
+            subagent: false,
+        };
+        let uuid = "0194f3a2-7b1c-7d3e-9f00-1a2b3c4d5e6f";
+        let meta = "{\"type\":\"session_meta\",\"payload\":{\"id\":\"c-1\"}}\n";
+        // Codex: the rollout name, else session_meta, else the pre-session_meta opening record.
+        assert_eq!(
+            id(
+                Harness::Codex,
+                &format!("/a/rollout-2026-01-02T03-04-05-{uuid}.jsonl"),
+                meta
+            ),
+            plain(uuid)
+        );
+        assert_eq!(
+            id(Harness::Codex, "/a/codex-session.jsonl", meta),
+            plain("c-1")
+        );
+        assert_eq!(
+            id(
+                Harness::Codex,
+                "/b/codex-session.jsonl",
+                "{\"id\":\"c-2\",\"timestamp\":\"2025-05-01T00:00:00Z\",\"instructions\":null}\n"
+            ),
+            plain("c-2")
+        );
+        // Claude Code: a session-named file keeps its name even when it opens with the
+        // records of the session it resumes; any other name is read.
+        let user = |session: &str| {
+            format!("{{\"type\":\"user\",\"sessionId\":\"{session}\",\"isSidechain\":false}}\n")
+        };
+        assert_eq!(
+            id(
+                Harness::ClaudeCode,
+                &format!("/p/{uuid}.jsonl"),
+                &user("old")
+            ),
+            plain(uuid)
+        );
+        assert_eq!(
+            id(
+                Harness::ClaudeCode,
+                "/x/claude-session.jsonl",
+                &format!(
+                    "{{\"type\":\"summary\",\"leafUuid\":\"l\"}}\n{}",
+                    user("s-1")
+                )
+            ),
+            plain("s-1")
+        );
+        // A sub-agent's log in the flat layout: a side chain naming its agent.
+        assert_eq!(
+            id(
+                Harness::ClaudeCode,
+                "/p/agent-a1b2.jsonl",
+                "{\"type\":\"user\",\"sessionId\":\"s-1\",\"isSidechain\":true,\"agentId\":\"a1b2\"}\n"
+            ),
+            Identity {
+                native_id: "s-1/agent-a1b2".into(),
+                subagent: true
+            }
+        );
+        // A cut-off first line, or nothing to go on: the file name's stem.
+        assert_eq!(
+            id(
+                Harness::ClaudeCode,
+                "/x/notes.jsonl",
+                "{\"type\":\"user\",\"sessionId\":\"s-2\""
+            ),
+            plain("notes")
+        );
+        assert_eq!(id(Harness::Codex, "/x/notes.jsonl", ""), plain("notes"));
+    }
+
+    #[test]
+    fn test_one_name_in_two_directories_is_two_sessions_and_one_session_under_two_names_is_read_once()
+     {
+        let dir = std::env::temp_dir().join(format!("moraine-identity-{}", std::process::id()));
+        let record = |session: &str| {
+            format!(
+                "{{\"type\":\"user\",\"sessionId\":\"{session}\",\"message\":{{\"role\":\"user\",\"content\":\"hi\"}}}}\n"
+            )
+        };
+        for (sub, session) in [("repo-a", "s-a"), ("repo-b", "s-b")] {
+            std::fs::create_dir_all(dir.join(sub)).unwrap();
+            std::fs::write(dir.join(sub).join("claude-session.jsonl"), record(session)).unwrap();
+        }
+        std::fs::create_dir_all(dir.join("exports")).unwrap();
+        let copy = dir.join("exports").join("renamed.jsonl");
+        std::fs::write(&copy, record("s-a")).unwrap();
+        let (files, problems) = from_paths(std::slice::from_ref(&dir), None, None);
+        let mut ids: Vec<&str> = files.iter().map(|f| f.native_id.as_str()).collect();
+        ids.sort_unstable();
+        assert_eq!(ids, ["s-a", "s-b"]);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].is_duplicate());
+        let told = problems[0].to_string();
+        assert!(told.contains("the same session as"), "{told}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -18,7 +18,7 @@ use super::draft::SelfTools;
 use super::files::{self, LogFile, Origin};
 use super::reader::{
     Batch, Counters, FINGERPRINT_BYTES, ReadError, ReadSettings, Reader, ReceivedLog, Resume,
-    Stored,
+    Retraction, Stored,
 };
 use super::redact::Redactor;
 use super::{IngestError, read_settings, writer};
@@ -151,9 +151,10 @@ impl PushIngest {
         source: &str,
         logs: &[LogName],
     ) -> Result<Vec<LogStatus>, AppendError> {
+        // Only the logs' keys matter here, and they do not depend on the session inside.
         let files = logs
             .iter()
-            .map(|log| describe(source, log))
+            .map(|log| describe(source, log, &[]))
             .collect::<Result<Vec<_>, _>>()?;
         let stored = writer::load_stored(&self.db, &files).await?;
         Ok(logs
@@ -177,8 +178,9 @@ impl PushIngest {
         source: &str,
         appends: &[Append<'_>],
     ) -> Result<Outcomes, AppendError> {
-        let files = describe_all(source, appends);
+        let mut files = describe_all(source, appends);
         let _held = self.lock_all(&files).await;
+        self.identify_continued(source, appends, &mut files).await?;
         let valid: Vec<LogFile> = files
             .iter()
             .filter_map(|f| f.as_ref().ok())
@@ -235,6 +237,49 @@ impl PushIngest {
             .into_iter()
             .map(|o| o.unwrap_or_else(|| Err(AppendError::Internal("no outcome".into()))))
             .collect())
+    }
+
+    /// A log whose name does not say its session, continued from an offset past its start:
+    /// its identity comes from the head of what is archived of it, as when it began.
+    async fn identify_continued(
+        &self,
+        source: &str,
+        appends: &[Append<'_>],
+        files: &mut [Result<LogFile, AppendError>],
+    ) -> Result<(), AppendError> {
+        for (append, file) in appends.iter().zip(files.iter_mut()) {
+            let Ok(described) = file else { continue };
+            if append.offset == 0
+                || append.replace
+                || files::Identity::from_name(described.harness, &described.path).is_some()
+            {
+                continue;
+            }
+            let stored: Option<(u32, u64)> = self
+                .db
+                .read(
+                    "ingest_received",
+                    "SELECT generation, received FROM ingest_checkpoints FINAL \
+                     WHERE file_key = {f:UInt64}",
+                )
+                .param("f", described.file_key)
+                .fetch_optional(&self.db, self.db.default_deadline())
+                .await?;
+            // Nothing stored: the append is refused further on for its offset.
+            let Some((generation, received)) = stored else {
+                continue;
+            };
+            let head = self
+                .archived(
+                    described.file_key,
+                    generation,
+                    0,
+                    received.min(files::HEAD_BYTES as u64),
+                )
+                .await?;
+            *file = describe(source, &append.log, &head);
+        }
+        Ok(())
     }
 
     /// Holds the lock of every log named (one append at a time per log), taken in key order
@@ -321,22 +366,32 @@ impl PushIngest {
             let resume = Resume::from_scratch(file, stored.max_line.is_some(), None);
             return Ok(Some(Plan::fresh(resume, new.to_vec())));
         };
-        let resume = match Resume::from_checkpoint(file, stored) {
-            Some(resume) => resume,
-            // Saved by an older parser: parse the whole stored log again (same generation).
+        let resumed = Resume::from_checkpoint(file, stored)
+            .filter(|_| checkpoint.session_key == file.session_key);
+        let resume = match resumed {
+            Some(resume) => {
+                // Only a line still being written lies between the checkpoint and `received`.
+                if received - resume.offset > self.config.ingest.max_line_bytes as u64 {
+                    return Ok(Some(
+                        self.past_long_line(checkpoint, resume, received, new)
+                            .await?,
+                    ));
+                }
+                resume
+            }
+            // Saved by an older parser, or under another session than the log's own identity:
+            // parse the whole stored log again (same generation).
             None => {
                 let mut resume = Resume::from_scratch(file, true, None);
+                if checkpoint.session_key != file.session_key {
+                    resume
+                        .retractions
+                        .push(Retraction::session(checkpoint.session_key));
+                }
                 resume.generation = generation;
                 resume
             }
         };
-        let pending = received - resume.offset;
-        if pending > self.config.ingest.max_line_bytes as u64 {
-            return Ok(Some(
-                self.past_long_line(checkpoint, resume, received, new)
-                    .await?,
-            ));
-        }
         let (head, before, mut bytes) = self
             .around(file.file_key, generation, resume.offset, received)
             .await?;
@@ -567,7 +622,14 @@ fn describe_all(source: &str, appends: &[Append<'_>]) -> Vec<Result<LogFile, App
     appends
         .iter()
         .map(|append| {
-            let file = describe(source, &append.log)?;
+            // A log sent from its start carries its first records; a continued one is
+            // identified from its archive (`identify_continued`).
+            let head = if append.offset == 0 {
+                &append.bytes[..append.bytes.len().min(files::HEAD_BYTES)]
+            } else {
+                &[][..]
+            };
+            let file = describe(source, &append.log, head)?;
             if !seen.insert(file.file_key) {
                 return Err(AppendError::Invalid(format!(
                     "{} is named twice in one request",
@@ -579,14 +641,16 @@ fn describe_all(source: &str, appends: &[Append<'_>]) -> Vec<Result<LogFile, App
         .collect()
 }
 
-/// The log a client names, as `source` sends it.
-fn describe(source: &str, log: &LogName) -> Result<LogFile, AppendError> {
+/// The log a client names, as `source` sends it; `head` is its start, as far as known.
+fn describe(source: &str, log: &LogName, head: &[u8]) -> Result<LogFile, AppendError> {
     if log.path.is_empty() || log.path.len() > MAX_PATH_BYTES || log.path.contains('\0') {
         return Err(AppendError::Invalid(format!(
             "path must be 1-{MAX_PATH_BYTES} bytes without NUL"
         )));
     }
-    files::describe_log(Path::new(&log.path), log.harness, source, Origin::Push, 0)
+    let path = Path::new(&log.path);
+    let identity = files::Identity::of(log.harness, path, || head);
+    files::describe_log(path, log.harness, source, Origin::Push, 0, identity)
         .map_err(|e| AppendError::Invalid(e.to_string()))
 }
 

@@ -50,6 +50,18 @@ pub struct Retraction {
     pub archive: Option<(u64, u32)>,
 }
 
+impl Retraction {
+    /// All of a session's rows.
+    pub fn session(session_key: u64) -> Self {
+        Self {
+            session_key,
+            after_line: 0,
+            keep_turns: 0,
+            archive: None,
+        }
+    }
+}
+
 /// What the database already holds for a log: its checkpoint, and the highest line number of
 /// any stored event of its session.
 #[derive(Debug, Clone, Default)]
@@ -89,7 +101,8 @@ pub struct Counters {
     pub files_read: u64,
     pub files_unchanged: u64,
     pub files_reread: u64,
-    pub files_unreadable: u64,
+    /// Logs that could not be read, each as `path: why`.
+    pub unreadable: Vec<String>,
     pub lines: u64,
     pub malformed: u64,
     pub events: u64,
@@ -240,7 +253,7 @@ pub struct Resume {
     pub offset: u64,
     pub line_no: u32,
     state: FileState,
-    pub retraction: Option<Retraction>,
+    pub retractions: Vec<Retraction>,
     /// The archive generation the log's bytes belong to.
     pub generation: u32,
 }
@@ -254,12 +267,15 @@ impl Resume {
             offset: 0,
             line_no: 0,
             state: FileState::fresh(file.harness),
-            retraction: had_rows.then_some(Retraction {
-                session_key: file.session_key,
-                after_line: 0,
-                keep_turns: 0,
-                archive: previous.map(|_| (file.file_key, generation)),
-            }),
+            retractions: had_rows
+                .then_some(Retraction {
+                    session_key: file.session_key,
+                    after_line: 0,
+                    keep_turns: 0,
+                    archive: previous.map(|_| (file.file_key, generation)),
+                })
+                .into_iter()
+                .collect(),
             generation,
         }
     }
@@ -273,12 +289,15 @@ impl Resume {
         Some(Self {
             offset: checkpoint.offset,
             line_no: checkpoint.line_no,
-            retraction: orphans.then_some(Retraction {
-                session_key: file.session_key,
-                after_line: checkpoint.line_no,
-                keep_turns: state.session.turn.ordinal,
-                archive: None,
-            }),
+            retractions: orphans
+                .then_some(Retraction {
+                    session_key: file.session_key,
+                    after_line: checkpoint.line_no,
+                    keep_turns: state.session.turn.ordinal,
+                    archive: None,
+                })
+                .into_iter()
+                .collect(),
             state,
             generation: checkpoint.generation,
         })
@@ -291,19 +310,25 @@ impl Resume {
             offset: 0,
             line_no: 0,
             state: FileState::fresh(file.harness),
-            retraction: Some(Retraction {
-                session_key: checkpoint.session_key,
-                after_line: 0,
-                keep_turns: 0,
-                archive: None,
-            }),
+            retractions: vec![Retraction::session(checkpoint.session_key)],
             generation: checkpoint.generation,
         }
     }
 
     /// Nothing to read: the checkpoint covers everything and nothing is orphaned.
     fn is_done(&self, len: u64) -> bool {
-        self.offset == len && self.retraction.is_none()
+        self.offset == len && self.retractions.is_empty()
+    }
+
+    /// From the start, for a log whose checkpoint names another session than the log's own
+    /// identity (a log stored before identities came from content): what it contributed to the
+    /// old session goes, and it is read into its own.
+    pub fn rekeyed(file: &LogFile, checkpoint: &CheckpointRow) -> Self {
+        let mut resume = Self::from_scratch(file, true, Some(checkpoint));
+        resume
+            .retractions
+            .push(Retraction::session(checkpoint.session_key));
+        resume
     }
 }
 
@@ -380,7 +405,9 @@ impl<'a> Reader<'a> {
             Ok(()) => Ok(()),
             Err(ReadError::Io(e)) => {
                 tracing::warn!(file = %file.path.display(), error = %e, "cannot read log file; skipping it");
-                self.counters.files_unreadable += 1;
+                self.counters
+                    .unreadable
+                    .push(format!("{}: {e}", file.path.display()));
                 Ok(())
             }
             Err(ReadError::WriterGone) => Err(WriterGone),
@@ -408,12 +435,10 @@ impl<'a> Reader<'a> {
             offset,
             line_no,
             state,
-            retraction,
+            retractions,
             generation,
         } = resume;
-        if let Some(retraction) = retraction {
-            self.batch.retractions.push(retraction);
-        }
+        self.batch.retractions.extend(retractions);
         let mut cursor = Cursor {
             file,
             offset,
@@ -610,6 +635,10 @@ fn resume_point(log: &DiskLog, file: &LogFile, stored: &Stored) -> io::Result<Re
     let Some(checkpoint) = &stored.checkpoint else {
         return Ok(Resume::from_scratch(file, had_rows, None));
     };
+    if checkpoint.session_key != file.session_key {
+        tracing::info!(file = %file.path.display(), "log holds another session than stored for it; reading it again");
+        return Ok(Resume::rekeyed(file, checkpoint));
+    }
     let same_file = checkpoint.received <= log.size()
         && log.fingerprint(checkpoint.received)? == (checkpoint.head_hash, checkpoint.tail_hash);
     match Resume::from_checkpoint(file, stored).filter(|_| same_file) {

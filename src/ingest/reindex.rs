@@ -96,14 +96,10 @@ pub async fn run(
             continue;
         };
         let size = read_from.size();
-        let file = files::describe_log(
-            Path::new(&checkpoint.path),
-            harness,
-            &checkpoint.source,
-            origin,
-            size,
-        )
-        .map_err(|e| IngestError::Reader(e.to_string()))?;
+        let path = Path::new(&checkpoint.path);
+        let identity = files::Identity::of(harness, path, || files::read_head(read_from.path()));
+        let file = files::describe_log(path, harness, &checkpoint.source, origin, size, identity)
+            .map_err(|e| IngestError::Reader(e.to_string()))?;
         jobs.push((file, checkpoint.clone(), read_from));
     }
     let total = jobs.iter().map(|(file, _, _)| file.size).sum();
@@ -161,11 +157,14 @@ enum Source {
 }
 
 impl Source {
-    fn size(&self) -> u64 {
-        let path = match self {
+    fn path(&self) -> &Path {
+        match self {
             Self::Archive(path) | Self::Disk(path) => path,
-        };
-        std::fs::metadata(path).map_or(0, |m| m.len())
+        }
+    }
+
+    fn size(&self) -> u64 {
+        std::fs::metadata(self.path()).map_or(0, |m| m.len())
     }
 }
 
