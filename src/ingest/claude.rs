@@ -32,6 +32,20 @@ const HARNESS_OUTPUT_PREFIXES: &[&str] = &[
     "<system-reminder>",
 ];
 
+/// Context the harness injects into a user message ahead of what the person typed: background
+/// task notifications and the IDE extensions' open file, selection and diagnostics. It stays
+/// searchable as its own event; it never starts a turn or titles a session.
+const INJECTED_ELEMENTS: &[&str] = &[
+    "task-notification",
+    "ide_opened_file",
+    "ide_selection",
+    "ide_diagnostics",
+    "user-prompt-submit-hook",
+];
+
+/// Most summaries of other sessions' messages held while waiting for their message to appear.
+const PENDING_SUMMARIES: usize = 64;
+
 /// Stop reasons that end the agent's turn (a final answer or another stop condition).
 const FINAL_STOP_REASONS: &[&str] = &["end_turn", "stop_sequence", "max_tokens", "refusal"];
 
@@ -40,6 +54,18 @@ const FINAL_STOP_REASONS: &[&str] = &["end_turn", "stop_sequence", "max_tokens",
 pub(crate) struct ClaudeState {
     model: String,
     tools: ToolNames,
+    /// The log records stop reasons (versions before about 2.1.3 record none): then only they
+    /// end a turn; otherwise an answer followed by nothing but bookkeeping does.
+    #[serde(default)]
+    stop_reasons: bool,
+    /// `summary` records whose message (`leafUuid`) has not been seen in this log yet: a
+    /// summary titles this session only once its message turns up here, since Claude Code also
+    /// writes other sessions' summaries at the top of a log.
+    #[serde(default)]
+    pending_summaries: Vec<(String, String)>,
+    /// The latest message uuids seen, for a summary written after its message.
+    #[serde(default)]
+    recent_uuids: std::collections::VecDeque<String>,
 }
 
 pub(crate) struct Claude<'a> {
@@ -62,6 +88,9 @@ impl Claude<'_> {
             .unwrap_or(false)
             && !self.subagent_file;
         let kind = record.get("type").and_then(Value::as_str).unwrap_or("");
+        if let Some(uuid) = record.get("uuid").and_then(Value::as_str) {
+            self.saw_message(uuid, out);
+        }
         let mut drafts = Vec::new();
         match kind {
             "user" => self.user(record, ts, raw, &mut drafts),
@@ -83,8 +112,8 @@ impl Claude<'_> {
             }
             "summary" => {
                 if let Some(summary) = record.get("summary").and_then(Value::as_str) {
-                    out.title = Some(summary.to_owned());
-                    out.summary = Some(summary.to_owned());
+                    let leaf = record.get("leafUuid").and_then(Value::as_str).unwrap_or("");
+                    self.summary(leaf, summary, out);
                 }
             }
             "custom-title" | "ai-title" => {
@@ -97,6 +126,11 @@ impl Claude<'_> {
             }
             // Bookkeeping the harness writes around the conversation: kept, searchable as
             // what it is, never a prompt or an answer.
+            "attachment" if queued_prompt(record).is_some() => {
+                // A prompt typed while the agent was busy, handed to it mid-turn.
+                let text = queued_prompt(record).unwrap_or_default();
+                drafts.push(Draft::new(EventType::UserInput, ts, text, raw.to_owned()));
+            }
             "progress"
             | "file-history-snapshot"
             | "attachment"
@@ -116,7 +150,13 @@ impl Claude<'_> {
                 drafts.push(Draft::new(EventType::System, ts, text, raw.to_owned()));
             }
             "queue-operation" => {
-                let text = record.get("content").map(content_text).unwrap_or_default();
+                // The prompt itself is indexed where it reaches the agent (a user record or a
+                // queued-command attachment); here only what happened to the queue.
+                let operation = record
+                    .get("operation")
+                    .and_then(Value::as_str)
+                    .unwrap_or("change");
+                let text = format!("prompt queue: {operation}");
                 drafts.push(Draft::new(EventType::Runtime, ts, text, raw.to_owned()));
             }
             _ => drafts.push(Draft::new(
@@ -127,6 +167,8 @@ impl Claude<'_> {
             )),
         }
         for mut draft in drafts {
+            draft.bookkeeping = matches!(draft.event_type, EventType::System | EventType::Runtime)
+                && draft.ending.is_none();
             if sidechain {
                 draft.sidechain = true;
                 draft.starts_turn = false;
@@ -136,8 +178,48 @@ impl Claude<'_> {
         }
     }
 
+    /// A message of this log: a summary waiting for it now titles the session.
+    fn saw_message(&mut self, uuid: &str, out: &mut AdapterOutput) {
+        let state = &mut self.state;
+        if let Some(at) = state
+            .pending_summaries
+            .iter()
+            .position(|(leaf, _)| leaf == uuid)
+        {
+            let (_, summary) = state.pending_summaries.remove(at);
+            out.title = Some(summary.clone());
+            out.summary = Some(summary);
+        }
+        if state.recent_uuids.len() == PENDING_SUMMARIES {
+            state.recent_uuids.pop_front();
+        }
+        state.recent_uuids.push_back(uuid.to_owned());
+    }
+
+    /// A `summary` record: it titles this session when its message is (or turns up) here.
+    fn summary(&mut self, leaf: &str, summary: &str, out: &mut AdapterOutput) {
+        let state = &mut self.state;
+        if state.recent_uuids.iter().any(|u| u == leaf) {
+            out.title = Some(summary.to_owned());
+            out.summary = Some(summary.to_owned());
+        } else if !leaf.is_empty() {
+            if state.pending_summaries.len() == PENDING_SUMMARIES {
+                state.pending_summaries.remove(0);
+            }
+            state
+                .pending_summaries
+                .push((leaf.to_owned(), summary.to_owned()));
+        }
+    }
+
     fn user(&mut self, record: &Value, ts: Option<i64>, raw: &str, drafts: &mut Vec<Draft>) {
         let flag = |k: &str| record.get(k).and_then(Value::as_bool).unwrap_or(false);
+        // Written by the harness on the person's behalf (a background task's notification).
+        let injected_record = record
+            .get("origin")
+            .and_then(|o| o.get("kind"))
+            .and_then(Value::as_str)
+            .is_some_and(|kind| kind != "human" && kind != "user");
         let content = record
             .get("message")
             .and_then(|m| m.get("content"))
@@ -186,12 +268,25 @@ impl Claude<'_> {
                         draft.ending = Some(Ending::Interrupted);
                     } else if flag("isCompactSummary") {
                         draft = Draft::new(EventType::Compaction, ts, text, raw);
-                    } else if flag("isMeta")
+                    } else if injected_record
+                        || flag("isMeta")
                         || HARNESS_OUTPUT_PREFIXES.iter().any(|p| head.starts_with(p))
                     {
                         draft = Draft::new(EventType::System, ts, text, raw);
                     } else {
-                        draft = Draft::new(EventType::UserInput, ts, text, raw);
+                        let (injected, typed) = split_injected(&text);
+                        if !injected.is_empty() {
+                            drafts.push(Draft::new(
+                                EventType::System,
+                                ts,
+                                injected.to_owned(),
+                                raw.clone(),
+                            ));
+                        }
+                        if typed.is_empty() {
+                            continue;
+                        }
+                        draft = Draft::new(EventType::UserInput, ts, typed.to_owned(), raw);
                         draft.starts_turn = true;
                     }
                     drafts.push(draft);
@@ -302,10 +397,53 @@ impl Claude<'_> {
             .get("stop_reason")
             .and_then(Value::as_str)
             .unwrap_or("");
+        self.state.stop_reasons |= !stop.is_empty();
         if FINAL_STOP_REASONS.contains(&stop) && drafts.len() > first {
             drafts.last_mut().expect("checked above").ending = Some(Ending::Completed);
         }
+        if !self.state.stop_reasons {
+            for draft in &mut drafts[first..] {
+                draft.may_end_turn = draft.event_type == EventType::AssistantResponse;
+            }
+        }
     }
+}
+
+/// The prompt of a `queued_command` attachment (a prompt typed while the agent was busy).
+fn queued_prompt(record: &Value) -> Option<String> {
+    let attachment = record.get("attachment")?;
+    if attachment.get("type").and_then(Value::as_str) != Some("queued_command") {
+        return None;
+    }
+    let prompt = ["prompt", "content"]
+        .iter()
+        .find_map(|k| attachment.get(*k))
+        .map(content_text)?;
+    (!prompt.trim().is_empty()).then_some(prompt)
+}
+
+/// Splits the injected context elements at the start of a user text block from what the
+/// person typed after them: (injected, typed), both trimmed.
+fn split_injected(text: &str) -> (&str, &str) {
+    let mut rest = text.trim_start();
+    let start = text.len() - rest.len();
+    loop {
+        let Some(name) = INJECTED_ELEMENTS.iter().find(|name| {
+            rest.strip_prefix('<')
+                .is_some_and(|r| r.starts_with(*name) && r[name.len()..].starts_with(['>', ' ']))
+        }) else {
+            break;
+        };
+        let close = format!("</{name}>");
+        let Some(end) = rest.find(&close) else {
+            // Never closed: all of it is the harness's.
+            rest = "";
+            break;
+        };
+        rest = rest[end + close.len()..].trim_start();
+    }
+    let typed_at = text.len() - rest.len();
+    (text[start..typed_at].trim_end(), rest.trim_end())
 }
 
 /// A message's content as blocks; a plain string is one text block.
@@ -435,10 +573,11 @@ mod tests {
                 json!({"type":"assistant","timestamp":"2026-01-01T00:00:02Z","message":{"model":"claude-x","content":[{"type":"thinking","thinking":"hmm"},{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"npm test"}}],"stop_reason":"tool_use"}}),
                 json!({"type":"user","timestamp":"2026-01-01T00:00:03Z","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"Exit code 1\nfail","is_error":true}]}}),
                 json!({"type":"user","timestamp":"2026-01-01T00:00:04Z","message":{"role":"user","content":[{"type":"text","text":"[Request interrupted by user]"}]}}),
-                json!({"type":"assistant","timestamp":"2026-01-01T00:00:05Z","message":{"content":[{"type":"text","text":"Done"}],"stop_reason":"end_turn"}}),
+                json!({"type":"assistant","uuid":"x","timestamp":"2026-01-01T00:00:05Z","message":{"content":[{"type":"text","text":"Done"}],"stop_reason":"end_turn"}}),
             ],
             false,
         );
+        // The summary's message is in this log: it titles the session.
         assert_eq!(out.title.as_deref(), Some("Fix login bug"));
         let summary: Vec<_> = drafts
             .iter()
@@ -511,5 +650,117 @@ mod tests {
                 (EventType::System, false, "bridge session"),
             ]
         );
+    }
+
+    #[test]
+    fn test_a_summary_titles_only_the_session_whose_message_it_names() {
+        let user = |uuid: &str| json!({"type":"user","uuid":uuid,"timestamp":"2026-01-01T00:00:01Z","message":{"role":"user","content":"fix login"}});
+        // Another session's summary at the top of the log: no title from it.
+        let (_, out) = read_all(
+            &[
+                json!({"type":"summary","summary":"Someone else's work","leafUuid":"elsewhere"}),
+                user("u1"),
+            ],
+            false,
+        );
+        assert_eq!(out.title, None);
+        // A summary written after its message.
+        let (_, out) = read_all(
+            &[
+                user("u1"),
+                json!({"type":"summary","summary":"Login fixed","leafUuid":"u1"}),
+            ],
+            false,
+        );
+        assert_eq!(out.title.as_deref(), Some("Login fixed"));
+    }
+
+    #[test]
+    fn test_injected_context_is_its_own_event_and_never_a_prompt() {
+        let (drafts, _) = read_all(
+            &[
+                // A background task's notification, written as a user record.
+                json!({"type":"user","origin":{"kind":"task-notification"},"timestamp":"2026-01-01T00:00:01Z","message":{"role":"user","content":"<task-notification><task-id>b1</task-id><status>completed</status></task-notification>"}}),
+                // The IDE extension: the open file as a block of its own, then the prompt.
+                json!({"type":"user","timestamp":"2026-01-01T00:00:02Z","message":{"role":"user","content":[
+                    {"type":"text","text":"<ide_opened_file>The user opened the file src/lib.rs in the IDE.</ide_opened_file>"},
+                    {"type":"text","text":"why does the parser panic"}]}}),
+                // A selection and the prompt in one block.
+                json!({"type":"user","timestamp":"2026-01-01T00:00:03Z","message":{"role":"user","content":"<ide_selection>fn parse()</ide_selection>\n\nexplain this"}}),
+            ],
+            false,
+        );
+        let seen: Vec<_> = drafts
+            .iter()
+            .map(|d| (d.event_type, d.starts_turn, d.text.as_str()))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                (
+                    EventType::System,
+                    false,
+                    "<task-notification><task-id>b1</task-id><status>completed</status></task-notification>"
+                ),
+                (
+                    EventType::System,
+                    false,
+                    "<ide_opened_file>The user opened the file src/lib.rs in the IDE.</ide_opened_file>"
+                ),
+                (EventType::UserInput, true, "why does the parser panic"),
+                (
+                    EventType::System,
+                    false,
+                    "<ide_selection>fn parse()</ide_selection>"
+                ),
+                (EventType::UserInput, true, "explain this"),
+            ]
+        );
+        assert_eq!(
+            split_injected("<ide_selection>never closed"),
+            ("<ide_selection>never closed", "")
+        );
+        assert_eq!(
+            split_injected("plain <ide_selection>x</ide_selection>"),
+            ("", "plain <ide_selection>x</ide_selection>")
+        );
+    }
+
+    #[test]
+    fn test_a_queued_prompt_is_user_input_once() {
+        let (drafts, _) = read_all(
+            &[
+                json!({"type":"queue-operation","operation":"enqueue","timestamp":"2026-01-01T00:00:01Z","content":"also update the changelog"}),
+                json!({"type":"queue-operation","operation":"dequeue","timestamp":"2026-01-01T00:00:02Z"}),
+                json!({"type":"attachment","timestamp":"2026-01-01T00:00:03Z","attachment":{"type":"queued_command","prompt":"also update the changelog"}}),
+                json!({"type":"attachment","timestamp":"2026-01-01T00:00:04Z","attachment":{"type":"edited_text_file","filename":"a.rs"}}),
+            ],
+            false,
+        );
+        let seen: Vec<_> = drafts
+            .iter()
+            .map(|d| (d.event_type, d.starts_turn, d.text.as_str()))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                (EventType::Runtime, false, "prompt queue: enqueue"),
+                (EventType::Runtime, false, "prompt queue: dequeue"),
+                (EventType::UserInput, false, "also update the changelog"),
+                (EventType::System, false, "attachment"),
+            ]
+        );
+    }
+
+    #[test]
+    fn test_without_stop_reasons_an_answer_may_end_its_turn_and_bookkeeping_does_not_count() {
+        let answer = |stop: Value| json!({"type":"assistant","timestamp":"2026-01-01T00:00:02Z","message":{"content":[{"type":"text","text":"Done"}],"stop_reason":stop}});
+        let snapshot = json!({"type":"file-history-snapshot","messageId":"m","snapshot":{}});
+        let (drafts, _) = read_all(&[answer(Value::Null), snapshot.clone()], false);
+        assert!(drafts[0].may_end_turn && !drafts[0].bookkeeping);
+        assert!(drafts[1].bookkeeping && !drafts[1].may_end_turn);
+        // Once a log records stop reasons, only they end turns.
+        let (drafts, _) = read_all(&[answer(json!("tool_use")), answer(Value::Null)], false);
+        assert!(drafts.iter().all(|d| !d.may_end_turn));
     }
 }

@@ -47,6 +47,12 @@ pub struct Draft {
     pub self_tool: bool,
     /// A web search call.
     pub web_search: bool,
+    /// Harness bookkeeping (snapshots, hook progress, mode changes, command output): kept and
+    /// searchable, but it does not change how a turn ended.
+    pub bookkeeping: bool,
+    /// An answer from a log that records no stop reasons: if nothing but bookkeeping follows it
+    /// in its turn, it ended the turn.
+    pub may_end_turn: bool,
 }
 
 impl Draft {
@@ -69,6 +75,8 @@ impl Draft {
             commentary: false,
             self_tool: false,
             web_search: false,
+            bookkeeping: false,
+            may_end_turn: false,
         }
     }
 }

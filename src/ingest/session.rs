@@ -60,13 +60,36 @@ pub struct TurnState {
     pub user_truncated: bool,
     /// The latest final-answer-like assistant response: (key, preview, truncated).
     pub last_answer: Option<(u64, String, bool)>,
-    /// The latest parent-agent event: (key, type), for completing a turn when the next begins.
+    /// The latest parent-agent event other than bookkeeping: (key, type), for completing a
+    /// turn when the next begins.
     pub last_event: Option<(u64, EventType)>,
+    /// That event may end the turn by itself (see [`crate::ingest::draft::Draft::may_end_turn`]).
+    #[serde(default)]
+    pub last_may_end: bool,
     pub completed: bool,
     pub terminal: u64,
     pub final_answer: Option<(u64, String, bool)>,
     pub tools_called: Vec<String>,
     pub event_types: Vec<EventType>,
+}
+
+impl TurnState {
+    /// Whether the turn has ended, its terminal event and its final answer. Besides an ending
+    /// the log records, an answer that may end the turn by itself does so while nothing but
+    /// bookkeeping follows it (more of the turn arriving later takes that back).
+    fn settled(&self) -> (bool, u64, Option<&(u64, String, bool)>) {
+        if self.completed {
+            return (true, self.terminal, self.final_answer.as_ref());
+        }
+        match self.last_event {
+            Some((key, EventType::AssistantResponse)) if self.last_may_end => (
+                true,
+                key,
+                self.last_answer.as_ref().filter(|(k, _, _)| *k == key),
+            ),
+            _ => (false, 0, None),
+        }
+    }
 }
 
 /// Builds one session's rows from its drafts, in file order.
@@ -173,7 +196,10 @@ impl SessionBuilder {
         if draft.sidechain {
             return;
         }
-        turn.last_event = Some((key, draft.event_type));
+        if !draft.bookkeeping {
+            turn.last_event = Some((key, draft.event_type));
+            turn.last_may_end = draft.may_end_turn;
+        }
         if draft.event_type == EventType::AssistantResponse && !draft.commentary {
             let (text, cut) = text_preview();
             turn.last_answer = Some((key, text, cut));
@@ -296,15 +322,14 @@ impl SessionBuilder {
 
     fn turn_row(&self, version: u64) -> TurnRow {
         let turn = &self.state.turn;
+        let (completed, terminal, final_answer) = turn.settled();
         let (final_key, final_preview, final_truncated) =
-            turn.final_answer
-                .clone()
-                .unwrap_or((0, String::new(), false));
+            final_answer.cloned().unwrap_or((0, String::new(), false));
         TurnRow {
             session_key: self.session_key,
             ordinal: turn.ordinal,
-            completed: turn.completed,
-            terminal_event_key: turn.terminal,
+            completed,
+            terminal_event_key: terminal,
             event_count: turn.event_count,
             started_at: turn.started_at,
             updated_at: turn.updated_at,
@@ -361,7 +386,7 @@ impl SessionBuilder {
             updated_at: state.updated_at.max(state.started_at),
             turn_count: state.turn.ordinal,
             event_count: state.events.min(u32::MAX as u64) as u32,
-            completed: state.turn.completed,
+            completed: state.turn.settled().0,
             mode: mode.as_str().to_owned(),
             version,
         }
@@ -534,6 +559,48 @@ mod tests {
         let open = b.open_turn_row(1).unwrap();
         assert_eq!(open.user_event_key, ev[4].event_key);
         assert_eq!(open.ordinal, 2);
+    }
+
+    #[test]
+    fn test_an_answer_followed_by_bookkeeping_ends_its_turn_in_logs_without_stop_reasons() {
+        let mut b = SessionBuilder::new(7, SessionState::default(), settings());
+        let (mut ev, mut tu, mut ix) = (Vec::new(), Vec::new(), Indexer::default());
+        let answer = |ts, text| {
+            let mut d = draft(EventType::AssistantResponse, ts, text);
+            d.may_end_turn = true;
+            d
+        };
+        let bookkeeping = |ts| {
+            let mut d = draft(EventType::System, ts, "file history snapshot");
+            d.bookkeeping = true;
+            d
+        };
+        b.push(user(1, "first"), 1, &mut ix, &mut ev, &mut tu);
+        b.push(answer(2, "one"), 2, &mut ix, &mut ev, &mut tu);
+        b.push(bookkeeping(3), 3, &mut ix, &mut ev, &mut tu);
+        b.push(user(4, "second"), 4, &mut ix, &mut ev, &mut tu);
+        assert!(tu[0].completed);
+        assert_eq!(tu[0].terminal_event_key, ev[1].event_key);
+        // The last turn: an answer, then bookkeeping, is an ended turn...
+        b.push(answer(5, "two"), 5, &mut ix, &mut ev, &mut tu);
+        b.push(bookkeeping(6), 6, &mut ix, &mut ev, &mut tu);
+        let open = b.open_turn_row(1).unwrap();
+        assert!(open.completed);
+        assert_eq!(open.terminal_event_key, ev[4].event_key);
+        assert_eq!(open.final_event_key, ev[4].event_key);
+        assert!(b.session_row("claude-code", "claude", "x", 1).completed);
+        // ...until the turn goes on: a tool call after the answer takes that back.
+        b.push(
+            draft(EventType::ToolCall, 7, "Bash(ls)"),
+            7,
+            &mut ix,
+            &mut ev,
+            &mut tu,
+        );
+        let open = b.open_turn_row(1).unwrap();
+        assert!(!open.completed);
+        assert_eq!(open.terminal_event_key, 0);
+        assert!(!b.session_row("claude-code", "claude", "x", 1).completed);
     }
 
     #[test]
