@@ -427,13 +427,14 @@ fn queued_prompt(record: &Value) -> Option<String> {
 fn split_injected(text: &str) -> (&str, &str) {
     let mut rest = text.trim_start();
     let start = text.len() - rest.len();
-    loop {
-        let Some(name) = INJECTED_ELEMENTS.iter().find(|name| {
+    let opening = |rest: &str| {
+        INJECTED_ELEMENTS.iter().find(|name| {
             rest.strip_prefix('<')
-                .is_some_and(|r| r.starts_with(*name) && r[name.len()..].starts_with(['>', ' ']))
-        }) else {
-            break;
-        };
+                .and_then(|r| r.strip_prefix(**name))
+                .is_some_and(|r| r.starts_with(['>', ' ']))
+        })
+    };
+    while let Some(name) = opening(rest) {
         let close = format!("</{name}>");
         let Some(end) = rest.find(&close) else {
             // Never closed: all of it is the harness's.
@@ -756,7 +757,7 @@ mod tests {
     fn test_without_stop_reasons_an_answer_may_end_its_turn_and_bookkeeping_does_not_count() {
         let answer = |stop: Value| json!({"type":"assistant","timestamp":"2026-01-01T00:00:02Z","message":{"content":[{"type":"text","text":"Done"}],"stop_reason":stop}});
         let snapshot = json!({"type":"file-history-snapshot","messageId":"m","snapshot":{}});
-        let (drafts, _) = read_all(&[answer(Value::Null), snapshot.clone()], false);
+        let (drafts, _) = read_all(&[answer(Value::Null), snapshot], false);
         assert!(drafts[0].may_end_turn && !drafts[0].bookkeeping);
         assert!(drafts[1].bookkeeping && !drafts[1].may_end_turn);
         // Once a log records stop reasons, only they end turns.
