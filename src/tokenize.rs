@@ -7,7 +7,9 @@
 //! `parse`, `http`, `body`), so a search for a word finds it inside code; tokens of more than
 //! eight parts (hex digests and the like) are kept whole only. Han and kana have no
 //! spaces between words, so their runs become overlapping character bigrams (`数据库` → `数据`,
-//! `据库`), the scheme CJK search engines use; a lone character stays a unigram.
+//! `据库`), the scheme CJK search engines use; a lone character stays a unigram. ASCII words
+//! joined by single dots or hyphens also yield the compound whole (`1.12.3`, `v0.7.3`,
+//! `rfc-9728`, `main.rs`), so a version or a file name is found as itself and by its parts.
 //!
 //! Terms are stored as 64-bit XXH3 hashes (ClickHouse's `xxh3(term)` gives the same value).
 
@@ -19,6 +21,9 @@ use unicode_normalization::char::is_combining_mark;
 /// Identifiers of more parts than this are opaque tokens (hex digests, encoded data): they are
 /// indexed whole, without their fragments.
 const MAX_PARTS: usize = 8;
+
+/// Most words in a compound (longer chains are lists, not names).
+const MAX_COMPOUND_WORDS: usize = 8;
 
 /// Shortest and longest kept term, in characters.
 const MIN_TERM_CHARS: usize = 2;
@@ -48,11 +53,13 @@ pub(crate) fn term_hash(term: &str) -> u64 {
     xxhash_rust::xxh3::xxh3_64(term.as_bytes())
 }
 
-/// Calls `emit(term, span)` for every token of `text`, in order.
+/// Calls `emit(term, span)` for every token of `text`: words in order, and a compound (see
+/// the module's doc) after the words it joins, before the next word.
 pub(crate) fn for_each_token(text: &str, mut emit: impl FnMut(&str, Range<usize>)) {
     let bytes = text.as_bytes();
     let char_at = |at: usize| text[at..].chars().next().expect("at a char boundary");
     let mut scratch = String::new();
+    let mut compound = Compound::default();
     let mut at = 0;
     while at < bytes.len() {
         let first = bytes[at];
@@ -112,11 +119,65 @@ pub(crate) fn for_each_token(text: &str, mut emit: impl FnMut(&str, Range<usize>
             at += c.len_utf8();
         }
         let word = &text[start..at];
+        compound.add(text, start..at, ascii, &mut scratch, &mut emit);
         if ascii {
             emit_ascii_word(word, start, &mut scratch, &mut emit);
         } else {
             emit_general_word(word, start, &mut scratch, &mut emit);
         }
+    }
+    compound.end(text, &mut scratch, &mut emit);
+}
+
+/// The chain of words joined by single `.` or `-` that the latest word belongs to.
+#[derive(Default)]
+struct Compound {
+    span: Range<usize>,
+    words: usize,
+    ascii: bool,
+}
+
+impl Compound {
+    /// The next word: it extends the chain when one joiner lies between them; otherwise the
+    /// chain ends (and is emitted) and the word starts a new one.
+    fn add(
+        &mut self,
+        text: &str,
+        word: Range<usize>,
+        ascii: bool,
+        scratch: &mut String,
+        emit: &mut impl FnMut(&str, Range<usize>),
+    ) {
+        let joined = self.words > 0
+            && word.start == self.span.end + 1
+            && matches!(text.as_bytes()[self.span.end], b'.' | b'-');
+        if joined {
+            self.span.end = word.end;
+            self.words += 1;
+            self.ascii &= ascii;
+        } else {
+            self.end(text, scratch, emit);
+            *self = Self {
+                span: word,
+                words: 1,
+                ascii,
+            };
+        }
+    }
+
+    /// Emits the chain, when it is a compound worth indexing.
+    fn end(&mut self, text: &str, scratch: &mut String, emit: &mut impl FnMut(&str, Range<usize>)) {
+        let span = std::mem::take(&mut self.span);
+        if self.ascii
+            && (2..=MAX_COMPOUND_WORDS).contains(&self.words)
+            && (MIN_TERM_CHARS..=MAX_TERM_CHARS).contains(&span.len())
+        {
+            scratch.clear();
+            scratch.push_str(&text[span.clone()]);
+            scratch.make_ascii_lowercase();
+            emit(scratch, span);
+        }
+        self.words = 0;
     }
 }
 
@@ -422,8 +483,20 @@ mod tests {
             terms("parseHTTPResponse"),
             ["parsehttpresponse", "parse", "http", "response"]
         );
-        assert_eq!(terms("src/main.rs"), ["src", "main", "rs"]);
+        assert_eq!(terms("src/main.rs"), ["src", "main", "rs", "main.rs"]);
         assert_eq!(terms("utf8"), ["utf8", "utf"]);
+    }
+
+    #[test]
+    fn test_dotted_and_hyphenated_compounds_are_whole_terms_too() {
+        assert_eq!(terms("bump to 1.12.3."), ["bump", "to", "12", "1.12.3"]);
+        assert_eq!(terms("v0.7.3"), ["v0", "v0.7.3"]);
+        assert_eq!(terms("RFC-9728 says"), ["rfc", "9728", "rfc-9728", "says"]);
+        // Two joiners in a row, or a space, end the chain; long chains are not names.
+        assert_eq!(terms("ab..cd ef - gh"), ["ab", "cd", "ef", "gh"]);
+        assert_eq!(terms("a1-b2-c3-d4-e5-f6-g7-h8-i9").last().unwrap(), "i9");
+        // The query side agrees: a version searched on its own finds itself first.
+        assert!(query_terms("1.12.3").contains(&"1.12.3".to_owned()));
     }
 
     #[test]

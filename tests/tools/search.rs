@@ -496,3 +496,59 @@ async fn a_query_without_searchable_terms_answers_empty_with_a_warning() {
     assert_eq!(e["data"]["result_count"], 0);
     assert_eq!(e["data"]["truncated"], false);
 }
+
+#[tokio::test]
+async fn a_version_or_a_hyphenated_name_is_found_whole_before_its_parts() {
+    let (config, db) = common::fresh_db().await;
+    let dir = std::env::temp_dir().join(format!("moraine-compounds-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let session = |id: &str, prompt: &str| {
+        json!({"type": "user", "sessionId": id, "uuid": format!("{id}-u"),
+               "timestamp": "2026-05-01T00:00:00.000Z",
+               "message": {"role": "user", "content": prompt}})
+        .to_string()
+            + "\n"
+    };
+    // Noise: the parts of the version, many times over, in other sessions.
+    for (i, prompt) in [
+        "12 tests failed in 1 run, 3 of them flaky; 12 again after 12 retries",
+        "release 3 has 12 fixes and 1 regression",
+        "the rfc says 9728 things",
+    ]
+    .iter()
+    .enumerate()
+    {
+        std::fs::write(
+            dir.join(format!("noise-{i}.jsonl")),
+            session(&format!("noise-{i}"), prompt),
+        )
+        .unwrap();
+    }
+    std::fs::write(
+        dir.join("wanted.jsonl"),
+        session("wanted", "pin tokio to 1.12.3 as RFC-9728 asks"),
+    )
+    .unwrap();
+    common::ingest_paths(&config, &db, &dir).await;
+    let server = TestServer::start(config, db).await;
+    let mut c = Mcp::legacy(&server.mcp_url, None).await;
+    for query in ["1.12.3", "rfc-9728"] {
+        let e = c.ok("search_sessions", json!({"query": query})).await;
+        let first = &hits(&e)[0];
+        assert_eq!(
+            first["session"]["title"], "pin tokio to 1.12.3 as RFC-9728 asks",
+            "{query}: {e}"
+        );
+    }
+    // The parts alone still find it.
+    let e = c.ok("search_sessions", json!({"query": "9728"})).await;
+    assert!(hits(&e).iter().any(|h| {
+        h["session"]["title"]
+            .as_str()
+            .unwrap()
+            .starts_with("pin tokio")
+    }));
+    server.stop().await;
+    std::fs::remove_dir_all(&dir).unwrap();
+}

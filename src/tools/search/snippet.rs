@@ -20,6 +20,8 @@ pub(super) fn snippet(text: &str, terms: &HashSet<String>, max_chars: usize) -> 
             matches.push((span.start, term));
         }
     });
+    // A compound comes after the words it joins: put it back in text order.
+    matches.sort_by_key(|&(start, _)| start);
     let best = densest_window(&matches, max_chars * 4 / 2);
     // Start a little before the first match, at a word boundary, so the match has context;
     // from the very start when the match is near it.
