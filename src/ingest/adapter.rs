@@ -20,10 +20,17 @@ pub(crate) struct AdapterOutput {
 /// their call within a few records; the bound keeps checkpoint state small.
 const TOOL_MEMORY: usize = 256;
 
+/// How many results written before their call are remembered until the call comes.
+const EARLY_RESULTS: usize = 64;
+
 /// Tool names by call id, so a result can name the tool that produced it.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub(crate) struct ToolNames {
     calls: Vec<(String, String, bool)>,
+    /// Call ids of results logged before their call (parallel calls are sometimes logged out
+    /// of order): the call, when it comes, names them.
+    #[serde(default)]
+    early_results: Vec<String>,
 }
 
 impl ToolNames {
@@ -51,15 +58,24 @@ impl ToolNames {
         draft.web_search = is_web_search(&name);
         draft.arguments = arguments.to_string();
         self.remember(&call_id, &name, draft.self_tool);
+        if let Some(at) = self.early_results.iter().position(|id| *id == call_id) {
+            self.early_results.remove(at);
+            draft.names_earlier_result = true;
+        }
         draft.tool_call_id = call_id;
         draft.tool_name = name;
     }
 
     /// Makes `draft` the result of call `call_id`, named after the call when it is remembered.
-    pub(crate) fn name_result(&self, draft: &mut Draft, call_id: String) {
+    pub(crate) fn name_result(&mut self, draft: &mut Draft, call_id: String) {
         if let Some((name, is_self)) = self.lookup(&call_id) {
             draft.tool_name = name;
             draft.self_tool = is_self;
+        } else if !call_id.is_empty() {
+            if self.early_results.len() >= EARLY_RESULTS {
+                self.early_results.remove(0);
+            }
+            self.early_results.push(call_id.clone());
         }
         draft.tool_call_id = call_id;
     }

@@ -53,6 +53,8 @@ pub struct Draft {
     /// An answer from a log that records no stop reasons: if nothing but bookkeeping follows it
     /// in its turn, it ended the turn.
     pub may_end_turn: bool,
+    /// A tool call whose result was logged before it: the call names that result.
+    pub names_earlier_result: bool,
 }
 
 impl Draft {
@@ -77,6 +79,7 @@ impl Draft {
             web_search: false,
             bookkeeping: false,
             may_end_turn: false,
+            names_earlier_result: false,
         }
     }
 }

@@ -18,6 +18,9 @@ const SEQUENCE_BITS: u32 = 20;
 const SEQUENCE_SPAN: u64 = (1 << SEQUENCE_BITS) - 1;
 const TIME_MASK: u64 = (1 << (64 - SEQUENCE_BITS)) - 1;
 
+/// How far back among the rows not yet written a result logged before its call is looked for.
+const EARLY_RESULT_ROWS: usize = 1024;
+
 /// Longest session title, in characters.
 pub const TITLE_CHARS: usize = 120;
 
@@ -118,6 +121,9 @@ impl SessionBuilder {
         events: &mut Vec<EventRow>,
         turns: &mut Vec<TurnRow>,
     ) {
+        if draft.names_earlier_result {
+            self.name_earlier_result(&draft, events);
+        }
         let (key, ts) = self.place(&draft);
         if let Some(closed) = self.enter_turn(&draft, ts) {
             turns.push(closed);
@@ -126,6 +132,21 @@ impl SessionBuilder {
         self.record_in_turn(&draft, key, ts, &summary);
         self.record_in_session(&draft, ts);
         events.push(self.event_row(draft, key, ts, line_no, summary, indexer));
+    }
+
+    /// Names the result of `call` that was logged before it, when that result is still among
+    /// the rows not yet written (results come at most a few records early).
+    fn name_earlier_result(&self, call: &Draft, events: &mut [EventRow]) {
+        let result = events.iter_mut().rev().take(EARLY_RESULT_ROWS).find(|e| {
+            e.session_key == self.session_key
+                && e.event_type == EventType::ToolResponse.code() as i8
+                && e.tool_call_id == call.tool_call_id
+                && e.tool_name.is_empty()
+        });
+        if let Some(result) = result {
+            result.tool_name = call.tool_name.clone();
+            result.self_tool = call.self_tool;
+        }
     }
 
     /// The draft's time (the latest seen, when it has none) and its event key.
@@ -601,6 +622,43 @@ mod tests {
         assert!(!open.completed);
         assert_eq!(open.terminal_event_key, 0);
         assert!(!b.session_row("claude-code", "claude", "x", 1).completed);
+    }
+
+    #[test]
+    fn test_a_result_logged_before_its_call_is_named_by_the_call() {
+        use crate::ingest::adapter::ToolNames;
+        use crate::ingest::draft::SelfTools;
+        let mut b = SessionBuilder::new(7, SessionState::default(), settings());
+        let (mut ev, mut tu, mut ix) = (Vec::new(), Vec::new(), Indexer::default());
+        let mut tools = ToolNames::default();
+        let self_tools = SelfTools::new(&["moraine".into()]);
+        b.push(user(1, "go"), 1, &mut ix, &mut ev, &mut tu);
+        let mut result = draft(EventType::ToolResponse, 2, "ok");
+        tools.name_result(&mut result, "c1".into());
+        assert_eq!(result.tool_name, "");
+        b.push(result, 2, &mut ix, &mut ev, &mut tu);
+        let mut call = draft(EventType::ToolCall, 3, "search");
+        tools.record_call(
+            &mut call,
+            "mcp__moraine__search_sessions".into(),
+            "c1".into(),
+            &serde_json::json!({}),
+            &self_tools,
+        );
+        assert!(call.names_earlier_result);
+        b.push(call, 3, &mut ix, &mut ev, &mut tu);
+        assert_eq!(ev[1].tool_name, "mcp__moraine__search_sessions");
+        assert!(ev[1].self_tool);
+        // A later call of another id names nothing.
+        let mut other = draft(EventType::ToolCall, 4, "ls");
+        tools.record_call(
+            &mut other,
+            "Bash".into(),
+            "c2".into(),
+            &serde_json::json!({}),
+            &self_tools,
+        );
+        assert!(!other.names_earlier_result);
     }
 
     #[test]
