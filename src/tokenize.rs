@@ -314,7 +314,7 @@ fn split_ascii(bytes: &[u8], visit: &mut dyn FnMut(Range<usize>)) {
 
 /// Splits an identifier at `_`, lower→upper case changes, the end of an acronym (`HTTPServer` →
 /// `HTTP`, `Server`) and letter/digit changes. Returns byte ranges within `word`.
-fn identifier_parts(word: &str) -> Vec<Range<usize>> {
+pub(crate) fn identifier_parts(word: &str) -> Vec<Range<usize>> {
     #[derive(PartialEq, Clone, Copy)]
     enum Class {
         Lower,
