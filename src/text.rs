@@ -63,6 +63,13 @@ pub(crate) fn rfc3339_ms(text: &str) -> Option<i64> {
     i64::try_from(parsed.unix_timestamp_nanos() / 1_000_000).ok()
 }
 
+/// Now, in milliseconds since the epoch.
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -683,3 +683,74 @@ async fn a_log_that_names_its_session_later_moves_into_it_without_duplicates() {
     assert_eq!(u64::from(sessions[0].1), events);
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[tokio::test]
+async fn early_codex_logs_are_detected_and_logs_without_timestamps_are_not_from_1970() {
+    let (config, db) = common::fresh_db().await;
+    let config = config.validate().unwrap();
+    let dir = scratch("early-codex");
+    let uuid = "5f0c1d2e-3a4b-4c5d-8e6f-7a8b9c0d1e2f";
+    // Mid-2025 Codex: bare metadata, state lines, items without envelope or time.
+    std::fs::write(
+        dir.join(format!("rollout-2025-05-07T17-24-21-{uuid}.jsonl")),
+        [
+            json!({"id": uuid, "timestamp": "2025-05-07T17:24:21.000Z", "instructions": null}),
+            json!({"record_type": "state"}),
+            json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "list the pending migrations"}]}),
+            json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "there are seven pending"}]}),
+        ]
+        .map(|l| l.to_string() + "\n")
+        .concat(),
+    )
+    .unwrap();
+    // A Claude Code export with no timestamps at all.
+    std::fs::write(
+        dir.join("exported.jsonl"),
+        [
+            json!({"type": "user", "sessionId": "no-clock", "uuid": "a", "message": {"role": "user", "content": "why is the clock missing"}}),
+            json!({"type": "assistant", "sessionId": "no-clock", "uuid": "b", "message": {"model": "m", "content": [{"type": "text", "text": "it was never written"}]}}),
+        ]
+        .map(|l| l.to_string() + "\n")
+        .concat(),
+    )
+    .unwrap();
+    let (logs, problems) = files::from_paths(std::slice::from_ref(&dir), None, None);
+    assert!(problems.is_empty(), "{problems:?}");
+    let harnesses: BTreeMap<String, Harness> = logs
+        .iter()
+        .map(|f| (f.native_id.clone(), f.harness))
+        .collect();
+    assert_eq!(harnesses[uuid], Harness::Codex);
+    assert_eq!(harnesses["no-clock"], Harness::ClaudeCode);
+    moraine_mcp::ingest::run(&config, &db, logs, false)
+        .await
+        .unwrap();
+    let sessions: Vec<(String, i64, u32)> = db
+        .read(
+            "t",
+            "SELECT native_id, toUnixTimestamp64Milli(started_at), turn_count FROM sessions FINAL ORDER BY native_id",
+        )
+        .fetch_all(&db, db.default_deadline())
+        .await
+        .unwrap();
+    let started: BTreeMap<&str, i64> = sessions
+        .iter()
+        .map(|(id, at, _)| (id.as_str(), *at))
+        .collect();
+    // The Codex session starts when its metadata says.
+    assert_eq!(started[uuid], 1_746_638_661_000);
+    // The export: when the file was written (this year), not 1970.
+    assert!(started["no-clock"] > 1_700_000_000_000, "{sessions:?}");
+    assert!(
+        sessions.iter().all(|(_, _, turns)| *turns == 1),
+        "{sessions:?}"
+    );
+    let oldest_event: i64 = db
+        .read("t", "SELECT toUnixTimestamp64Milli(min(ts)) FROM events")
+        .fetch_optional(&db, db.default_deadline())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(oldest_event > 1_700_000_000_000);
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -334,6 +334,18 @@ impl Identity {
     }
 }
 
+/// The time in a Codex rollout's name (`rollout-2025-05-07T17-24-21-<uuid>`), in ms since the
+/// epoch, read as UTC.
+pub fn name_time(harness: Harness, path: &Path) -> Option<i64> {
+    if harness != Harness::Codex {
+        return None;
+    }
+    let stem = path.file_stem()?.to_str()?;
+    let stamp = stem.strip_prefix("rollout-")?.get(..19)?;
+    let (date, clock) = stamp.split_once('T')?;
+    crate::text::rfc3339_ms(&format!("{date}T{}Z", clock.replace('-', ":")))
+}
+
 /// The session key: a hash of the harness and its session id, so harnesses never collide.
 pub fn session_key(harness: Harness, native_id: &str) -> u64 {
     let mut bytes = Vec::with_capacity(native_id.len() + 16);
@@ -383,7 +395,24 @@ fn sniff(path: &Path) -> Result<Harness, String> {
             continue;
         };
         let kind = record.get("type").and_then(Value::as_str).unwrap_or("");
-        if record.contains_key("payload")
+        // Mid-2025 Codex, before `session_meta`: a bare metadata line, then items without an
+        // envelope and `record_type` state lines.
+        let early_codex = (kind.is_empty()
+            && record.contains_key("id")
+            && (record.contains_key("instructions") || record.contains_key("timestamp")))
+            || record.contains_key("record_type")
+            || [
+                "message",
+                "reasoning",
+                "function_call",
+                "function_call_output",
+                "local_shell_call",
+                "custom_tool_call",
+                "web_search_call",
+            ]
+            .contains(&kind);
+        if early_codex
+            || record.contains_key("payload")
             || [
                 "session_meta",
                 "response_item",

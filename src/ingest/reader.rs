@@ -17,7 +17,7 @@ use super::adapter::AdapterOutput;
 use super::claude::{Claude, ClaudeState};
 use super::codex::{Codex, CodexState};
 use super::draft::SelfTools;
-use super::files::LogFile;
+use super::files::{self, LogFile};
 use super::redact::Redactor;
 use super::session::{BuildSettings, SessionBuilder, SessionState};
 use crate::rows::{CheckpointRow, EventRow, RawChunkRow, SessionRow, TurnRow};
@@ -124,12 +124,17 @@ pub trait LogBytes {
     fn archived(&self) -> bool {
         false
     }
+    /// When the log was last written (ms since the epoch), where known.
+    fn modified_ms(&self) -> Option<i64> {
+        None
+    }
 }
 
 /// A log file on disk.
 pub struct DiskLog {
     file: File,
     size: u64,
+    modified_ms: Option<i64>,
     /// The file is a copy of archived bytes (re-parsed by `reindex`).
     archived: bool,
 }
@@ -137,10 +142,16 @@ pub struct DiskLog {
 impl DiskLog {
     pub fn open(path: &std::path::Path) -> io::Result<Self> {
         let file = File::open(path)?;
-        let size = file.metadata()?.len();
+        let metadata = file.metadata()?;
+        let modified_ms = metadata
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .and_then(|d| i64::try_from(d.as_millis()).ok());
         Ok(Self {
             file,
-            size,
+            size: metadata.len(),
+            modified_ms,
             archived: false,
         })
     }
@@ -149,6 +160,8 @@ impl DiskLog {
     pub fn archive_copy(path: &std::path::Path) -> io::Result<Self> {
         Ok(Self {
             archived: true,
+            // The copy's time is not the log's.
+            modified_ms: None,
             ..Self::open(path)?
         })
     }
@@ -157,6 +170,10 @@ impl DiskLog {
 impl LogBytes for DiskLog {
     fn size(&self) -> u64 {
         self.size
+    }
+
+    fn modified_ms(&self) -> Option<i64> {
+        self.modified_ms
     }
 
     fn fingerprint(&self, offset: u64) -> io::Result<(u64, u64)> {
@@ -446,7 +463,13 @@ impl<'a> Reader<'a> {
             generation,
             builder: SessionBuilder::new(
                 file.session_key,
-                state.session,
+                SessionState {
+                    fallback_ts: match state.session.fallback_ts {
+                        0 => fallback_time(file, log),
+                        kept => kept,
+                    },
+                    ..state.session
+                },
                 self.settings.build.clone(),
             ),
             adapter: state.adapter,
@@ -648,6 +671,15 @@ fn resume_point(log: &DiskLog, file: &LogFile, stored: &Stored) -> io::Result<Re
             Ok(Resume::from_scratch(file, true, Some(checkpoint)))
         }
     }
+}
+
+/// The time shown for events of a log that carry none (and precede any that do): the time in
+/// a Codex rollout's name, else when the log was last written, else now. It is kept in the
+/// checkpoint, and event IDs never depend on it.
+fn fallback_time(file: &LogFile, log: &dyn LogBytes) -> i64 {
+    files::name_time(file.harness, &file.path)
+        .or_else(|| log.modified_ms())
+        .unwrap_or_else(crate::text::now_ms)
 }
 
 /// One log being read.

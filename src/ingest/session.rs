@@ -48,6 +48,10 @@ pub struct SessionState {
     pub self_tools: bool,
     pub other_tools: bool,
     pub turn: TurnState,
+    /// The time shown for events before any with a time of its own (a log without
+    /// timestamps): never part of an event's key.
+    #[serde(default)]
+    pub fallback_ts: i64,
 }
 
 /// The session's last (and only open) turn. `ordinal` 0 means no turn yet.
@@ -159,7 +163,7 @@ impl SessionBuilder {
         let sequence = state.events % SEQUENCE_SPAN + 1;
         let key = ((ts as u64 & TIME_MASK) << SEQUENCE_BITS) | sequence;
         state.events += 1;
-        (key, ts)
+        (key, if ts == 0 { state.fallback_ts } else { ts })
     }
 
     /// Starts a new turn when the draft begins one; returns the row of the turn it closes.
@@ -388,6 +392,11 @@ impl SessionBuilder {
         } else {
             SessionMode::Chat
         };
+        // A log without timestamps shows its fallback time rather than 1970.
+        let started_at = match state.started_at {
+            0 => state.fallback_ts,
+            started => started,
+        };
         let title = if state.title.is_empty() {
             format!("{harness} session {native_id}")
         } else {
@@ -403,8 +412,8 @@ impl SessionBuilder {
             summary: state.summary.clone(),
             cwd: state.cwd.clone(),
             model: state.model.clone(),
-            started_at: state.started_at,
-            updated_at: state.updated_at.max(state.started_at),
+            started_at,
+            updated_at: state.updated_at.max(started_at),
             turn_count: state.turn.ordinal,
             event_count: state.events.min(u32::MAX as u64) as u32,
             completed: state.turn.settled().0,

@@ -240,9 +240,7 @@ impl LogLimiter {
     }
 
     pub(crate) fn admit(&self) -> bool {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64);
+        let now = crate::text::now_ms() as u64;
         let last = self.last_ms.load(Ordering::Relaxed);
         now >= last + 1000
             && self

@@ -208,9 +208,7 @@ impl IngestApi {
             return;
         }
         self.metrics.observe_ingest("ok");
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0.0, |d| d.as_secs_f64());
+        let now = crate::text::now_ms() as f64 / 1000.0;
         self.metrics
             .ingested(source, appended.bytes, appended.events, now);
     }
