@@ -442,7 +442,7 @@ impl Default for IngestConfig {
                 SourceConfig {
                     name: "codex".into(),
                     harness: Harness::Codex,
-                    glob: "~/.codex/sessions/**/*.jsonl".into(),
+                    glob: "~/.codex/sessions/**/rollout-*.json*".into(),
                 },
                 SourceConfig {
                     name: "claude".into(),

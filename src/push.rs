@@ -405,7 +405,7 @@ impl Sender<'_> {
                 mine.push(job);
                 break;
             }
-            match read_chunk(&job.path, job.offset, job.size, room.max(1)) {
+            match read_chunk(&job.local, job.offset, job.size, room.max(1)) {
                 Ok(bytes) => {
                     room = room.saturating_sub(bytes.len());
                     batch.push((job, bytes));
@@ -483,17 +483,11 @@ fn still_starts_with_what_was_sent(local: &DiskLog, status: &LogStatus) -> std::
 
 /// Up to `max` bytes of the file from `offset`, cut after the last newline when there is one
 /// (so the server has whole lines to parse), but never empty.
-fn read_chunk(
-    path: &std::path::Path,
-    offset: u64,
-    size: u64,
-    max: usize,
-) -> std::io::Result<Vec<u8>> {
-    use std::os::unix::fs::FileExt;
-    let file = std::fs::File::open(path)?;
+fn read_chunk(local: &DiskLog, offset: u64, size: u64, max: usize) -> std::io::Result<Vec<u8>> {
+    use std::io::Read as _;
     let len = (size - offset).min(max as u64) as usize;
     let mut buffer = vec![0; len];
-    file.read_exact_at(&mut buffer, offset)?;
+    local.from(offset)?.read_exact(&mut buffer)?;
     if offset + (len as u64) < size
         && let Some(last) = memchr::memrchr(b'\n', &buffer)
     {
@@ -516,11 +510,12 @@ mod tests {
     fn test_chunks_end_at_a_newline_unless_at_the_end() {
         let path = std::env::temp_dir().join(format!("moraine-push-{}", std::process::id()));
         std::fs::write(&path, b"aaaa\nbbbb\ncc").unwrap();
-        assert_eq!(read_chunk(&path, 0, 12, 8).unwrap(), b"aaaa\n");
-        assert_eq!(read_chunk(&path, 5, 12, 100).unwrap(), b"bbbb\ncc");
-        assert_eq!(read_chunk(&path, 10, 12, 1).unwrap(), b"c");
+        let local = DiskLog::open(&path).unwrap();
+        assert_eq!(read_chunk(&local, 0, 12, 8).unwrap(), b"aaaa\n");
+        assert_eq!(read_chunk(&local, 5, 12, 100).unwrap(), b"bbbb\ncc");
+        assert_eq!(read_chunk(&local, 10, 12, 1).unwrap(), b"c");
         // A line longer than the chunk goes in pieces.
-        assert_eq!(read_chunk(&path, 0, 12, 3).unwrap(), b"aaa");
+        assert_eq!(read_chunk(&local, 0, 12, 3).unwrap(), b"aaa");
         std::fs::remove_file(path).unwrap();
     }
 }

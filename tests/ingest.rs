@@ -20,11 +20,35 @@ use moraine_mcp::vocab::{EventType, Harness};
 use serde_json::{Value, json};
 
 fn fixture_files() -> Vec<LogFile> {
-    let (files, problems) = files::from_paths(&[common::fixtures()], None, None);
+    logs_in(&common::fixtures(), 12)
+}
+
+/// One file per harness version family (`tests/formats/`), kept apart from the fixtures the
+/// tool tests search.
+fn format_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join("formats")
+}
+
+/// The `count` logs under `root`, found as `ingest` finds them.
+fn logs_in(root: &Path, count: usize) -> Vec<LogFile> {
+    let (files, problems) = files::from_paths(&[root.to_owned()], None, None);
     assert!(problems.is_empty(), "{problems:?}");
-    assert_eq!(files.len(), 12);
+    assert_eq!(files.len(), count, "{files:#?}");
     files
 }
+
+/// Both corpora with a README of ground truth and golden files: root and its logs.
+fn corpora() -> Vec<(PathBuf, Vec<LogFile>)> {
+    vec![
+        (common::fixtures(), fixture_files()),
+        (format_root(), logs_in(&format_root(), FORMAT_FAMILIES)),
+    ]
+}
+
+/// Files in `tests/formats/`, one per version family.
+const FORMAT_FAMILIES: usize = 10;
 
 /// The fixture whose path contains `part`.
 fn fixture<'a>(files: &'a [LogFile], part: &str) -> &'a LogFile {
@@ -130,18 +154,20 @@ fn golden(n: &Normalised) -> Value {
     })
 }
 
-fn golden_path(file: &LogFile) -> PathBuf {
-    common::fixtures()
-        .join("golden")
+fn golden_path(root: &Path, file: &LogFile) -> PathBuf {
+    root.join("golden")
         .join(format!("{}.json", file.native_id.replace('/', "__")))
 }
 
 #[test]
 fn every_fixture_matches_its_golden_file() {
     let update = std::env::var_os("UPDATE_GOLDEN").is_some();
-    for file in fixture_files() {
+    for (root, file) in corpora()
+        .into_iter()
+        .flat_map(|(root, files)| files.into_iter().map(move |f| (root.clone(), f)))
+    {
         let actual = golden(&normalise(&file));
-        let path = golden_path(&file);
+        let path = golden_path(&root, &file);
         if update {
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
             std::fs::write(&path, serde_json::to_string_pretty(&actual).unwrap() + "\n").unwrap();
@@ -166,14 +192,19 @@ fn every_fixture_matches_its_golden_file() {
 #[derive(Debug)]
 struct ReadmeRow {
     line: u32,
-    kind: String,
+    /// The event types the line makes, in order (`a` + `b` when one line makes two), or a
+    /// kind of line that makes none.
+    kinds: Vec<String>,
     turn: u32,
     terminal: bool,
 }
 
+/// Lines that make no event.
+const NO_EVENT: [&str; 3] = ["mirror (dropped)", "malformed", "title"];
+
 /// The README's per-file ground truth: rows, title and completion, keyed by file name.
-fn readme() -> HashMap<String, (Vec<ReadmeRow>, String, bool)> {
-    let text = std::fs::read_to_string(common::fixtures().join("README.md")).unwrap();
+fn readme(root: &Path) -> HashMap<String, (Vec<ReadmeRow>, String, bool)> {
+    let text = std::fs::read_to_string(root.join("README.md")).unwrap();
     let mut out = HashMap::new();
     for section in text.split("\n### ").skip(1) {
         let file = section
@@ -198,7 +229,10 @@ fn readme() -> HashMap<String, (Vec<ReadmeRow>, String, bool)> {
                 let number = cells.first()?.strip_prefix("| ")?.parse().ok()?;
                 Some(ReadmeRow {
                     line: number,
-                    kind: cells[1].trim_matches('`').to_owned(),
+                    kinds: cells[1]
+                        .split(" + ")
+                        .map(|k| k.trim_matches('`').to_owned())
+                        .collect(),
                     turn: cells[2].parse().ok()?,
                     terminal: cells[3].contains("TERMINAL"),
                 })
@@ -211,59 +245,65 @@ fn readme() -> HashMap<String, (Vec<ReadmeRow>, String, bool)> {
 
 #[test]
 fn normalisation_agrees_with_the_readme_ground_truth() {
-    let truth = readme();
-    for file in fixture_files() {
-        let name = file
-            .path
-            .file_name()
-            .unwrap()
-            .to_string_lossy()
-            .into_owned();
-        let (rows, title, completed) = truth
-            .get(&name)
-            .unwrap_or_else(|| panic!("{name} is not in the README"));
-        let n = normalise(&file);
-        assert_eq!(&n.session.title, title, "{name}");
-        assert_eq!(n.session.completed, *completed, "{name}");
-        let by_line: HashMap<u32, &EventRow> = n.events.iter().map(|e| (e.line_no, e)).collect();
-        for row in rows {
-            let event = by_line.get(&row.line);
-            match row.kind.as_str() {
-                "mirror (dropped)" | "malformed" | "title" => {
-                    assert!(
-                        event.is_none(),
-                        "{name}:{} should make no event, made {event:?}",
-                        row.line
-                    );
-                }
-                kind => {
-                    let event =
-                        event.unwrap_or_else(|| panic!("{name}:{} made no event", row.line));
-                    let actual = EventType::from_code(event.event_type as u8)
-                        .unwrap()
-                        .as_str();
-                    assert_eq!(actual, kind, "{name}:{} type", row.line);
-                    assert_eq!(event.turn_ordinal, row.turn, "{name}:{} turn", row.line);
-                    let turn = &n.turns[row.turn as usize - 1];
-                    assert_eq!(
-                        turn.terminal_event_key == event.event_key,
-                        row.terminal,
-                        "{name}:{} terminal",
-                        row.line
-                    );
-                }
+    for (root, files) in corpora() {
+        let truth = readme(&root);
+        for file in files {
+            let name = file
+                .path
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            let (rows, title, completed) = truth
+                .get(&name)
+                .unwrap_or_else(|| panic!("{name} is not in the README"));
+            let n = normalise(&file);
+            assert_eq!(&n.session.title, title, "{name}");
+            assert_eq!(n.session.completed, *completed, "{name}");
+            let mut by_line: HashMap<u32, Vec<&EventRow>> = HashMap::new();
+            for event in &n.events {
+                by_line.entry(event.line_no).or_default().push(event);
             }
-        }
-        assert_eq!(
-            n.events.len(),
-            rows.iter()
-                .filter(|r| !["mirror (dropped)", "malformed", "title"].contains(&r.kind.as_str()))
-                .count(),
-            "{name}"
-        );
-        for turn in &n.turns {
-            let has_terminal = rows.iter().any(|r| r.turn == turn.ordinal && r.terminal);
-            assert_eq!(turn.completed, has_terminal, "{name} turn {}", turn.ordinal);
+            for row in rows {
+                let events = by_line.get(&row.line).cloned().unwrap_or_default();
+                if NO_EVENT.contains(&row.kinds[0].as_str()) {
+                    assert!(
+                        events.is_empty(),
+                        "{name}:{} should make no event, made {events:?}",
+                        row.line
+                    );
+                    continue;
+                }
+                let actual: Vec<&str> = events
+                    .iter()
+                    .map(|e| EventType::from_code(e.event_type as u8).unwrap().as_str())
+                    .collect();
+                assert_eq!(actual, row.kinds, "{name}:{} types", row.line);
+                let turn = &n.turns[row.turn as usize - 1];
+                for event in &events {
+                    assert_eq!(event.turn_ordinal, row.turn, "{name}:{} turn", row.line);
+                }
+                assert_eq!(
+                    events
+                        .iter()
+                        .any(|e| turn.terminal_event_key == e.event_key),
+                    row.terminal,
+                    "{name}:{} terminal",
+                    row.line
+                );
+            }
+            assert_eq!(
+                n.events.len(),
+                rows.iter()
+                    .filter(|r| !NO_EVENT.contains(&r.kinds[0].as_str()))
+                    .map(|r| r.kinds.len())
+                    .sum::<usize>(),
+                "{name}"
+            );
+            for turn in &n.turns {
+                let has_terminal = rows.iter().any(|r| r.turn == turn.ordinal && r.terminal);
+                assert_eq!(turn.completed, has_terminal, "{name} turn {}", turn.ordinal);
+            }
         }
     }
 }
@@ -752,5 +792,45 @@ async fn early_codex_logs_are_detected_and_logs_without_timestamps_are_not_from_
         .unwrap()
         .unwrap();
     assert!(oldest_event > 1_700_000_000_000);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[tokio::test]
+async fn a_whole_file_json_session_rewritten_as_it_grows_is_read_incrementally() {
+    let (config, db) = common::fresh_db().await;
+    let config = config.validate().unwrap();
+    let dir = scratch("typescript-codex");
+    let fixture = format_root()
+        .join("codex")
+        .join("rollout-2025-04-18-3c9d8e7f-1a2b-4c3d-8e9f-0a1b2c3d4e5f.json");
+    let path = dir.join(fixture.file_name().unwrap());
+    let mut whole: Value =
+        serde_json::from_str(&std::fs::read_to_string(&fixture).unwrap()).unwrap();
+    std::fs::write(&path, serde_json::to_string_pretty(&whole).unwrap()).unwrap();
+    let read = || files::from_paths(std::slice::from_ref(&dir), None, None).0;
+    let first = moraine_mcp::ingest::run(&config, &db, read(), false)
+        .await
+        .unwrap();
+    assert_eq!(first.counters.events, 6);
+    // The CLI saves the whole file again, two items longer.
+    let items = whole["items"].as_array_mut().unwrap();
+    items.push(json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Now update the changelog."}]}));
+    items.push(json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "CHANGELOG.md mentions load_settings."}]}));
+    std::fs::write(&path, serde_json::to_string_pretty(&whole).unwrap()).unwrap();
+    let second = moraine_mcp::ingest::run(&config, &db, read(), false)
+        .await
+        .unwrap();
+    assert_eq!(second.counters.events, 2, "only the new items are read");
+    assert_eq!(second.counters.files_reread, 0);
+    let (events, unique, turns): (u64, u64, u32) = db
+        .read(
+            "t",
+            "SELECT count(), uniqExact(event_key), assumeNotNull((SELECT max(turn_count) FROM sessions FINAL)) FROM events",
+        )
+        .fetch_optional(&db, db.default_deadline())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((events, unique, turns), (8, 8, 2));
     std::fs::remove_dir_all(dir).unwrap();
 }

@@ -805,3 +805,27 @@ async fn logs_not_named_by_session_are_identified_by_content_when_pushed_in_piec
     assert_eq!(natives, expected);
     server.stop().await;
 }
+
+#[tokio::test]
+async fn every_format_family_pushed_in_pieces_stores_what_a_local_ingest_stores() {
+    let formats = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join("formats");
+    let (settings, db) = fresh_db().await;
+    let server = TestServer::start(team(settings), db.clone()).await;
+    let logs = logs_under(&formats);
+    // The TypeScript Codex CLI's whole-file JSON is among them, sent as the lines it stands for.
+    assert!(
+        logs.iter()
+            .any(|l| l.path.extension().is_some_and(|e| e == "json"))
+    );
+    let pushed = push::push_logs(&client(&server, ALICE), &logs, 1024, false)
+        .await
+        .unwrap();
+    assert_eq!((pushed.sent, pushed.failed), (logs.len(), 0));
+    let stored = snapshot(&db).await;
+    assert_statistics_exact(&stored);
+    assert_eq!(stored, local_reference(&[&formats]).await);
+    assert_no_duplicates(&db).await;
+    server.stop().await;
+}

@@ -276,12 +276,11 @@ impl Claude<'_> {
                     } else {
                         let (injected, typed) = split_injected(&text);
                         if !injected.is_empty() {
-                            drafts.push(Draft::new(
-                                EventType::System,
-                                ts,
-                                injected.to_owned(),
-                                raw.clone(),
-                            ));
+                            let mut context =
+                                Draft::new(EventType::System, ts, injected.to_owned(), raw.clone());
+                            // The context of the prompt that follows: in that prompt's turn.
+                            context.opens_turn = !typed.is_empty();
+                            drafts.push(context);
                         }
                         if typed.is_empty() {
                             continue;

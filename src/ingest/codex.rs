@@ -60,6 +60,10 @@ pub(crate) struct CodexState {
     /// Items kept whose mirror has not arrived yet: (kind, text hash).
     items: Vec<(MirrorKind, u64)>,
     waiting: Vec<Waiting>,
+    /// A log from before `session_meta` (mid-2025 and the TypeScript CLI): it records no turn
+    /// events, so an answer followed by nothing else ends its turn.
+    #[serde(default)]
+    early: bool,
 }
 
 pub(crate) struct Codex<'a> {
@@ -115,6 +119,7 @@ impl Codex<'_> {
             }
             // Before session_meta existed, the first line was bare metadata and items had no envelope.
             "" if record.get("id").is_some() && record.get("instructions").is_some() => {
+                self.state.early = true;
                 out.drafts.push(Draft::new(
                     EventType::System,
                     ts,
@@ -130,13 +135,16 @@ impl Codex<'_> {
             | "custom_tool_call_output"
             | "local_shell_call"
             | "web_search_call" => self.response_item(record, ts, raw, out),
+            "world_state" => out.drafts.push(Draft::new(
+                EventType::System,
+                ts,
+                "world state".into(),
+                raw.to_owned(),
+            )),
             _ if record.get("record_type").is_some() => {
-                out.drafts.push(Draft::new(
-                    EventType::System,
-                    ts,
-                    String::new(),
-                    raw.to_owned(),
-                ));
+                let mut draft = Draft::new(EventType::System, ts, String::new(), raw.to_owned());
+                draft.bookkeeping = true;
+                out.drafts.push(draft);
             }
             _ => out.drafts.push(Draft::new(
                 EventType::Unknown,
@@ -159,10 +167,26 @@ impl Codex<'_> {
                             .push(Draft::new(EventType::System, ts, text, raw.to_owned()));
                     }
                     "user" => {
-                        self.keep_item(MirrorKind::User, std::slice::from_ref(&text));
-                        let mut draft = Draft::new(EventType::UserInput, ts, text, raw.to_owned());
-                        draft.starts_turn = true;
-                        out.drafts.push(draft);
+                        let (context, request) = split_ide_context(&text);
+                        if !context.is_empty() {
+                            let mut draft = Draft::new(
+                                EventType::System,
+                                ts,
+                                context.to_owned(),
+                                raw.to_owned(),
+                            );
+                            // The context of the request that follows: in that request's turn.
+                            draft.opens_turn = !request.is_empty();
+                            out.drafts.push(draft);
+                        }
+                        if !request.is_empty() {
+                            let request = request.to_owned();
+                            self.keep_item(MirrorKind::User, std::slice::from_ref(&request));
+                            let mut draft =
+                                Draft::new(EventType::UserInput, ts, request, raw.to_owned());
+                            draft.starts_turn = true;
+                            out.drafts.push(draft);
+                        }
                     }
                     "assistant" => {
                         self.keep_item(MirrorKind::Assistant, std::slice::from_ref(&text));
@@ -170,6 +194,7 @@ impl Codex<'_> {
                             Draft::new(EventType::AssistantResponse, ts, text, raw.to_owned());
                         draft.commentary =
                             item.get("phase").and_then(Value::as_str) == Some("commentary");
+                        draft.may_end_turn = self.state.early && !draft.commentary;
                         draft.model = self.state.model.clone();
                         out.drafts.push(draft);
                     }
@@ -227,11 +252,12 @@ impl Codex<'_> {
                 );
                 out.drafts.push(draft);
             }
-            // The harness's own snapshot of the work tree (for undo): not part of the dialogue.
-            "ghost_snapshot" => out.drafts.push(Draft::new(
+            // The harness's own snapshots (of the work tree, for undo; of the environment): not
+            // part of the dialogue.
+            "ghost_snapshot" | "world_state" => out.drafts.push(Draft::new(
                 EventType::System,
                 ts,
-                "ghost snapshot".into(),
+                kind.replace('_', " "),
                 raw.to_owned(),
             )),
             "function_call_output" | "custom_tool_call_output" | "local_shell_call_output" => {
@@ -257,11 +283,13 @@ impl Codex<'_> {
         let runtime = |text: String| Draft::new(EventType::Runtime, ts, text, raw.to_owned());
         match kind {
             "user_message" => {
-                let text = str_of(payload, "message").to_owned();
-                if is_injected(&text) {
+                let text = str_of(payload, "message");
+                let request = split_ide_context(text).1;
+                if is_injected(text) || request.is_empty() {
                     return;
                 }
-                let mut draft = Draft::new(EventType::UserInput, ts, text, raw.to_owned());
+                let mut draft =
+                    Draft::new(EventType::UserInput, ts, request.to_owned(), raw.to_owned());
                 draft.starts_turn = true;
                 self.mirror(MirrorKind::User, draft);
             }
@@ -407,6 +435,20 @@ impl Codex<'_> {
 fn mirror_hash(text: &str) -> u64 {
     let normalised: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
     xxhash_rust::xxh3::xxh3_64(normalised.as_bytes())
+}
+
+/// The IDE extension puts the editor's state ahead of the prompt (`# Context from my IDE
+/// setup:` … `## My request for Codex:` …): (context, request), either possibly empty.
+fn split_ide_context(text: &str) -> (&str, &str) {
+    const CONTEXT: &str = "# Context from my IDE setup:";
+    const REQUEST: &str = "## My request for Codex:";
+    if !text.trim_start().starts_with(CONTEXT) {
+        return ("", text);
+    }
+    match text.find(REQUEST) {
+        Some(at) => (text[..at].trim(), text[at + REQUEST.len()..].trim()),
+        None => (text.trim(), ""),
+    }
 }
 
 fn is_injected(text: &str) -> bool {

@@ -106,7 +106,8 @@ pub fn from_sources(sources: &[SourceConfig]) -> (Vec<LogFile>, Vec<DiscoverErro
     (found, problems)
 }
 
-/// Files named on the command line; directories are searched for `*.jsonl`. The harness is
+/// Files named on the command line; directories are searched for `*.jsonl` and `rollout-*.json`
+/// (the TypeScript Codex CLI's sessions). The harness is
 /// `harness` when given, otherwise sniffed from the file.
 pub fn from_paths(
     paths: &[PathBuf],
@@ -118,15 +119,18 @@ pub fn from_paths(
     let mut candidates = Vec::new();
     for path in paths {
         if path.is_dir() {
-            let pattern = path.join("**").join("*.jsonl");
-            match glob::glob(&pattern.to_string_lossy()) {
-                Ok(entries) => {
-                    candidates.extend(entries.filter_map(Result::ok).filter(|p| p.is_file()));
+            // JSON Lines logs, and the whole-file JSON sessions of the TypeScript Codex CLI.
+            for name in ["*.jsonl", "rollout-*.json"] {
+                let pattern = path.join("**").join(name);
+                match glob::glob(&pattern.to_string_lossy()) {
+                    Ok(entries) => {
+                        candidates.extend(entries.filter_map(Result::ok).filter(|p| p.is_file()));
+                    }
+                    Err(e) => problems.push(DiscoverError::Unusable {
+                        path: path.clone(),
+                        message: e.to_string(),
+                    }),
                 }
-                Err(e) => problems.push(DiscoverError::Unusable {
-                    path: path.clone(),
-                    message: e.to_string(),
-                }),
             }
         } else if path.is_file() {
             candidates.push(path.clone());
@@ -176,16 +180,52 @@ fn describe(path: &Path, harness: Harness, source: &str) -> Result<LogFile, Disc
     describe_log(&path, harness, source, Origin::Local, size, identity)
 }
 
+/// Largest whole-file JSON session read (it is held in memory to be converted).
+const MAX_WHOLE_JSON_BYTES: u64 = 256 << 20;
+
+/// A whole-file JSON session — `{"session": {id, timestamp, instructions}, "items": [...]}`,
+/// as the TypeScript Codex CLI saved it — as JSON Lines: the session line, then one line per
+/// item, which is the shape of the Codex logs that followed it.
+pub fn whole_json_as_lines(file: std::fs::File, len: u64) -> std::io::Result<Vec<u8>> {
+    let invalid = |message: String| std::io::Error::new(std::io::ErrorKind::InvalidData, message);
+    if len > MAX_WHOLE_JSON_BYTES {
+        return Err(invalid(format!(
+            "a whole-file JSON session larger than {} MiB",
+            MAX_WHOLE_JSON_BYTES >> 20
+        )));
+    }
+    let value: Value = serde_json::from_reader(BufReader::new(file))
+        .map_err(|e| invalid(format!("not valid JSON: {e}")))?;
+    let (Some(session @ Value::Object(_)), Some(Value::Array(items))) =
+        (value.get("session"), value.get("items"))
+    else {
+        return Err(invalid(
+            "a .json file that is not a Codex session ({\"session\", \"items\"})".into(),
+        ));
+    };
+    let mut lines = Vec::with_capacity(len as usize);
+    for record in std::iter::once(session).chain(items) {
+        serde_json::to_writer(&mut lines, record).map_err(std::io::Error::other)?;
+        lines.push(b'\n');
+    }
+    Ok(lines)
+}
+
 /// The first [`HEAD_BYTES`] of a file (fewer if it is shorter or cannot be read: the identity
 /// then falls back to the file name, and reading the log reports the error).
 pub fn read_head(path: &Path) -> Vec<u8> {
     let mut head = Vec::new();
-    if let Ok(file) = std::fs::File::open(path) {
-        let _ = std::io::Read::read_to_end(
-            &mut std::io::Read::take(file, HEAD_BYTES as u64),
-            &mut head,
-        );
+    let Ok(file) = std::fs::File::open(path) else {
+        return head;
+    };
+    if path.extension().is_some_and(|e| e == "json") {
+        let len = file.metadata().map_or(0, |m| m.len());
+        let mut lines = whole_json_as_lines(file, len).unwrap_or_default();
+        lines.truncate(HEAD_BYTES);
+        return lines;
     }
+    let _ =
+        std::io::Read::read_to_end(&mut std::io::Read::take(file, HEAD_BYTES as u64), &mut head);
     head
 }
 
@@ -389,6 +429,16 @@ fn sniff(path: &Path) -> Result<Harness, String> {
         return Ok(Harness::ClaudeCode);
     }
     let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    if path.extension().is_some_and(|e| e == "json") {
+        // A whole-file session: the TypeScript Codex CLI's `{"session", "items"}`.
+        let whole: Value = serde_json::from_reader(BufReader::new(file))
+            .map_err(|e| format!("not valid JSON: {e}"))?;
+        return if whole.get("session").is_some() && whole.get("items").is_some() {
+            Ok(Harness::Codex)
+        } else {
+            Err("a .json file that is not a Codex session".into())
+        };
+    }
     for line in BufReader::new(file).lines().take(50) {
         let line = line.map_err(|e| e.to_string())?;
         let Ok(Value::Object(record)) = serde_json::from_str::<Value>(&line) else {

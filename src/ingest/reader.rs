@@ -132,11 +132,20 @@ pub trait LogBytes {
 
 /// A log file on disk.
 pub struct DiskLog {
-    file: File,
+    content: DiskContent,
     size: u64,
     modified_ms: Option<i64>,
     /// The file is a copy of archived bytes (re-parsed by `reindex`).
     archived: bool,
+}
+
+/// Where a disk log's bytes are read from.
+enum DiskContent {
+    /// The file itself (JSON Lines).
+    File(File),
+    /// A whole-file JSON session (TypeScript-era Codex `.json`), as the JSON Lines it stands
+    /// for: the file is rewritten as the session grows, and these lines only grow with it.
+    Lines(Vec<u8>),
 }
 
 impl DiskLog {
@@ -148,9 +157,16 @@ impl DiskLog {
             .ok()
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
             .and_then(|d| i64::try_from(d.as_millis()).ok());
+        let (content, size) = if path.extension().is_some_and(|e| e == "json") {
+            let lines = files::whole_json_as_lines(file, metadata.len())?;
+            let size = lines.len() as u64;
+            (DiskContent::Lines(lines), size)
+        } else {
+            (DiskContent::File(file), metadata.len())
+        };
         Ok(Self {
-            file,
-            size: metadata.len(),
+            content,
+            size,
             modified_ms,
             archived: false,
         })
@@ -164,6 +180,20 @@ impl DiskLog {
             modified_ms: None,
             ..Self::open(path)?
         })
+    }
+
+    fn read_exact_at(&self, buffer: &mut [u8], offset: u64) -> io::Result<()> {
+        match &self.content {
+            DiskContent::File(file) => file.read_exact_at(buffer, offset),
+            DiskContent::Lines(lines) => {
+                let from = usize::try_from(offset).unwrap_or(usize::MAX);
+                let piece = lines
+                    .get(from..from.saturating_add(buffer.len()))
+                    .ok_or_else(|| io::Error::from(io::ErrorKind::UnexpectedEof))?;
+                buffer.copy_from_slice(piece);
+                Ok(())
+            }
+        }
     }
 }
 
@@ -179,9 +209,9 @@ impl LogBytes for DiskLog {
     fn fingerprint(&self, offset: u64) -> io::Result<(u64, u64)> {
         let head_len = offset.min(FINGERPRINT_BYTES);
         let mut head = vec![0; head_len as usize];
-        self.file.read_exact_at(&mut head, 0)?;
+        self.read_exact_at(&mut head, 0)?;
         let mut tail = vec![0; head_len as usize];
-        self.file.read_exact_at(&mut tail, offset - head_len)?;
+        self.read_exact_at(&mut tail, offset - head_len)?;
         Ok((
             xxhash_rust::xxh3::xxh3_64(&head),
             xxhash_rust::xxh3::xxh3_64(&tail),
@@ -189,7 +219,16 @@ impl LogBytes for DiskLog {
     }
 
     fn from(&self, offset: u64) -> io::Result<Box<dyn BufRead + '_>> {
-        let mut reader = BufReader::with_capacity(1 << 20, &self.file);
+        let file = match &self.content {
+            DiskContent::File(file) => file,
+            DiskContent::Lines(lines) => {
+                let from = usize::try_from(offset)
+                    .unwrap_or(usize::MAX)
+                    .min(lines.len());
+                return Ok(Box::new(&lines[from..]));
+            }
+        };
+        let mut reader = BufReader::with_capacity(1 << 20, file);
         reader.seek(SeekFrom::Start(offset))?;
         // Only what the size said: a file still growing is read up to that point this time.
         Ok(Box::new(reader.take(self.size.saturating_sub(offset))))
