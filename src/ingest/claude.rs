@@ -150,13 +150,17 @@ impl Claude<'_> {
                 drafts.push(Draft::new(EventType::System, ts, text, raw.to_owned()));
             }
             "queue-operation" => {
-                // The prompt itself is indexed where it reaches the agent (a user record or a
-                // queued-command attachment); here only what happened to the queue.
+                // The prompt itself is indexed where it reaches the agent: a user record after
+                // `dequeue`, or the `queued_command` attachment when it was absorbed mid-turn
+                // (`remove`, reason `absorbed_mid_turn`); here only what happened to the queue.
                 let operation = record
                     .get("operation")
                     .and_then(Value::as_str)
                     .unwrap_or("change");
-                let text = format!("prompt queue: {operation}");
+                let text = match record.get("reason").and_then(Value::as_str) {
+                    Some(reason) => format!("prompt queue: {operation} ({reason})"),
+                    None => format!("prompt queue: {operation}"),
+                };
                 drafts.push(Draft::new(EventType::Runtime, ts, text, raw.to_owned()));
             }
             _ => drafts.push(Draft::new(
@@ -731,7 +735,7 @@ mod tests {
         let (drafts, _) = read_all(
             &[
                 json!({"type":"queue-operation","operation":"enqueue","timestamp":"2026-01-01T00:00:01Z","content":"also update the changelog"}),
-                json!({"type":"queue-operation","operation":"dequeue","timestamp":"2026-01-01T00:00:02Z"}),
+                json!({"type":"queue-operation","operation":"remove","reason":"absorbed_mid_turn","timestamp":"2026-01-01T00:00:02Z"}),
                 json!({"type":"attachment","timestamp":"2026-01-01T00:00:03Z","attachment":{"type":"queued_command","prompt":"also update the changelog"}}),
                 json!({"type":"attachment","timestamp":"2026-01-01T00:00:04Z","attachment":{"type":"edited_text_file","filename":"a.rs"}}),
             ],
@@ -745,7 +749,7 @@ mod tests {
             seen,
             [
                 (EventType::Runtime, false, "prompt queue: enqueue"),
-                (EventType::Runtime, false, "prompt queue: dequeue"),
+                (EventType::Runtime, false, "prompt queue: remove (absorbed_mid_turn)"),
                 (EventType::UserInput, false, "also update the changelog"),
                 (EventType::System, false, "attachment"),
             ]
