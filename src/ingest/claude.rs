@@ -749,7 +749,11 @@ mod tests {
             seen,
             [
                 (EventType::Runtime, false, "prompt queue: enqueue"),
-                (EventType::Runtime, false, "prompt queue: remove (absorbed_mid_turn)"),
+                (
+                    EventType::Runtime,
+                    false,
+                    "prompt queue: remove (absorbed_mid_turn)"
+                ),
                 (EventType::UserInput, false, "also update the changelog"),
                 (EventType::System, false, "attachment"),
             ]
