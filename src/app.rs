@@ -102,8 +102,27 @@ pub async fn run(config: Arc<Config>, db: Db, shutdown: CancellationToken) -> an
         "moraine-mcp is serving MCP at {} (health: http://{bound}/healthz)",
         running.mcp_url()
     );
+    eprintln!("{}", access(&config, bound));
     running.wait().await?;
     Ok(())
+}
+
+/// Who may use the server, in a line: the token names, or a warning that anyone can.
+fn access(config: &Config, bound: SocketAddr) -> String {
+    let tokens = &config.auth.tokens;
+    if tokens.is_empty() {
+        return format!(
+            "authentication is off: anyone who can reach {bound} can read every session \
+             (set auth.tokens to require a token)"
+        );
+    }
+    let names: Vec<&str> = tokens.iter().map(|t| t.name.as_str()).collect();
+    format!(
+        "authentication is on: {} token{} ({})",
+        tokens.len(),
+        if tokens.len() == 1 { "" } else { "s" },
+        names.join(", ")
+    )
 }
 
 /// Serves MCP over stdin/stdout until the input ends.

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{Config, LogFormat, Settings};
@@ -29,20 +29,31 @@ pub struct Cli {
     /// Configuration file (see config/moraine-mcp.toml); defaults apply without one.
     #[arg(long, short, env = "MORAINE_MCP_CONFIG", global = true)]
     config: Option<PathBuf>,
-    /// Address to listen on (server.listen).
-    #[arg(long, global = true)]
-    listen: Option<SocketAddr>,
-    /// ClickHouse HTTP URL (clickhouse.url).
-    #[arg(long, global = true)]
-    clickhouse_url: Option<String>,
-    /// ClickHouse database (clickhouse.database).
-    #[arg(long, global = true)]
-    database: Option<String>,
     /// Log format (telemetry.log_format).
     #[arg(long, global = true, value_enum)]
     log_format: Option<LogFormat>,
     #[command(subcommand)]
     command: Command,
+}
+
+/// Where the session store is, for the commands that use it directly.
+#[derive(Debug, Default, Args)]
+struct Store {
+    /// ClickHouse HTTP URL (clickhouse.url; default: the engine of a running `up`, else
+    /// http://127.0.0.1:8123).
+    #[arg(long)]
+    clickhouse_url: Option<String>,
+    /// ClickHouse database (clickhouse.database).
+    #[arg(long)]
+    database: Option<String>,
+}
+
+/// Where the server listens, for the commands that serve.
+#[derive(Debug, Default, Args)]
+struct Listen {
+    /// Address to listen on (server.listen).
+    #[arg(long)]
+    listen: Option<SocketAddr>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -55,9 +66,16 @@ enum Command {
         /// Exit if ClickHouse cannot be reached at start-up instead of serving and retrying.
         #[arg(long)]
         require_clickhouse: bool,
+        #[command(flatten)]
+        listen: Listen,
+        #[command(flatten)]
+        store: Store,
     },
     /// Create the database and apply pending schema migrations.
-    Migrate,
+    Migrate {
+        #[command(flatten)]
+        store: Store,
+    },
     /// Run everything on one machine: start the embedded ClickHouse, migrate, ingest local agent
     /// logs (or the demo sessions), and serve. Stops the engine on exit.
     Up {
@@ -70,6 +88,8 @@ enum Command {
         /// Skip ingesting local agent logs.
         #[arg(long)]
         no_ingest: bool,
+        #[command(flatten)]
+        listen: Listen,
     },
     /// Measure ingest and every SLA row through HTTP MCP on generated corpora (not a test;
     /// built with `--features bench`).
@@ -93,6 +113,8 @@ enum Command {
         /// Hide the progress bar.
         #[arg(long)]
         no_progress: bool,
+        #[command(flatten)]
+        store: Store,
     },
     /// Send this machine's session logs to a remote moraine-mcp (its ingest API).
     Push(crate::push::PushArgs),
@@ -109,7 +131,29 @@ enum Command {
         /// Hide the progress bar.
         #[arg(long)]
         no_progress: bool,
+        #[command(flatten)]
+        store: Store,
     },
+}
+
+impl Command {
+    /// The command's store options: `None` for commands that do not use the store directly.
+    fn store(&self) -> Option<&Store> {
+        match self {
+            Self::Serve { store, .. }
+            | Self::Migrate { store }
+            | Self::Reindex { store, .. }
+            | Self::Ingest { store, .. } => Some(store),
+            _ => None,
+        }
+    }
+
+    fn listen(&self) -> Option<SocketAddr> {
+        match self {
+            Self::Serve { listen, .. } | Self::Up { listen, .. } => listen.listen,
+            _ => None,
+        }
+    }
 }
 
 /// Parses the command line and runs it.
@@ -155,14 +199,26 @@ pub fn main() -> ExitCode {
 fn load_config(cli: &Cli) -> anyhow::Result<Config> {
     let env: HashMap<String, String> = std::env::vars().collect();
     let mut settings = Settings::load(cli.config.as_deref(), &env)?;
-    if let Some(listen) = cli.listen {
+    if let Some(listen) = cli.command.listen() {
         settings.server.listen = listen;
     }
-    if let Some(url) = &cli.clickhouse_url {
-        settings.clickhouse.url = url.clone();
-    }
-    if let Some(database) = &cli.database {
-        settings.clickhouse.database = database.clone();
+    if let Some(store) = cli.command.store() {
+        if let Some(url) = &store.clickhouse_url {
+            settings.clickhouse.url = url.clone();
+        } else if !env.contains_key("MORAINE_MCP_CLICKHOUSE__URL")
+            && settings.clickhouse.url == crate::config::ClickHouseConfig::default().url
+            && let Some(up) = up::Running::find(&settings.embedded.data_dir_path())
+        {
+            // Nothing names a ClickHouse, and `up` runs one here: that is the one meant.
+            eprintln!(
+                "using the embedded ClickHouse of the running `moraine-mcp up` (pid {}) at {}",
+                up.pid, up.engine_url
+            );
+            settings.clickhouse.url = up.engine_url;
+        }
+        if let Some(database) = &store.database {
+            settings.clickhouse.database = database.clone();
+        }
     }
     if let Some(format) = cli.log_format {
         settings.telemetry.log_format = format;
@@ -188,11 +244,12 @@ async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
         Command::Serve {
             stdio,
             require_clickhouse,
+            ..
         } => {
             serve(Arc::new(config), stdio, require_clickhouse).await?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Migrate => {
+        Command::Migrate { .. } => {
             let db = app::connect(&config).await?;
             let report = migrate::migrate(&config.clickhouse, &db).await?;
             println!(
@@ -210,6 +267,7 @@ async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
             harness,
             source,
             no_progress,
+            ..
         } => {
             let db = app::connect(&config).await?;
             migrate::migrate(&config.clickhouse, &db).await?;
@@ -233,6 +291,7 @@ async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
             harness,
             source,
             no_progress,
+            ..
         } => {
             let db = app::connect(&config).await?;
             migrate::migrate(&config.clickhouse, &db).await?;
@@ -253,7 +312,7 @@ async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
                 });
             }
             let summary = ingest::run(&config, &db, logs, !no_progress).await?;
-            println!("ingested {summary}");
+            println!("{}", summary.headline());
             report_copies(&problems);
             let not_used = summary.not_used(&problems);
             for file in &not_used {

@@ -29,11 +29,22 @@ pub struct Summary {
     pub files: usize,
     pub counters: Counters,
     pub elapsed: Duration,
+    /// Bytes not yet ingested when the run started (the run's lag).
+    pub pending_bytes: u64,
 }
 
 impl Summary {
     pub fn events_per_second(&self) -> f64 {
         self.counters.events as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+
+    /// The summary as one line that says first whether anything was written.
+    pub fn headline(&self) -> String {
+        if self.counters.events == 0 && self.counters.files_read == 0 {
+            format!("nothing new: {self}")
+        } else {
+            format!("ingested {self}")
+        }
     }
 
     /// True when there were files but none could be read.
@@ -129,6 +140,7 @@ pub async fn run(
         files: file_count,
         counters,
         elapsed: started.elapsed(),
+        pending_bytes: total,
     })
 }
 

@@ -56,7 +56,9 @@ struct Inner {
     query_duration: HistogramVec,
     queries_in_flight: IntGauge,
     query_errors: IntCounterVec,
-    pool: IntGaugeVec,
+    slots: IntGauge,
+    slots_busy: IntGauge,
+    slots_waiting: IntGauge,
     http_requests: IntCounterVec,
     http_duration: HistogramVec,
     auth: IntCounterVec,
@@ -65,6 +67,11 @@ struct Inner {
     ingest_bytes: IntCounterVec,
     ingest_events: IntCounterVec,
     ingest_last_push: GaugeVec,
+    local_files: IntCounterVec,
+    local_lines: IntCounterVec,
+    local_events: prometheus::IntCounter,
+    local_pending: IntGauge,
+    local_last_run: prometheus::Gauge,
 }
 
 impl Metrics {
@@ -123,17 +130,25 @@ impl Metrics {
             "Failed ClickHouse queries by query and kind",
             &["query", "kind"],
         );
-        let pool = IntGaugeVec::new(
-            Opts::new(
-                "clickhouse_pool_slots",
-                "ClickHouse query slots: max, size, available and waiting",
-            ),
-            &["state"],
-        )
-        .expect("valid gauge");
-        registry
-            .register(Box::new(pool.clone()))
-            .expect("unique metric");
+        let gauge = |name: &str, help: &str| {
+            let g = IntGauge::new(name, help).expect("valid gauge");
+            registry
+                .register(Box::new(g.clone()))
+                .expect("unique metric");
+            g
+        };
+        let slots = gauge(
+            "clickhouse_query_slots",
+            "ClickHouse query slots (clickhouse.max_concurrent_queries)",
+        );
+        let slots_busy = gauge(
+            "clickhouse_query_slots_busy",
+            "ClickHouse query slots held by a running call",
+        );
+        let slots_waiting = gauge(
+            "clickhouse_query_slot_waiters",
+            "Calls waiting for a query slot (past clickhouse.queue_timeout_ms they answer busy)",
+        );
         let http_requests = counter(
             "http_requests_total",
             "HTTP requests by route, method and status",
@@ -180,6 +195,43 @@ impl Metrics {
         registry
             .register(Box::new(ingest_last_push.clone()))
             .expect("unique metric");
+        let local_files = counter(
+            "ingest_local_files_total",
+            "Log files looked at by local ingest (up's periodic ingest), by outcome",
+            &["outcome"],
+        );
+        let local_lines = counter(
+            "ingest_local_lines_total",
+            "Log lines read by local ingest, by outcome (parsed or malformed)",
+            &["outcome"],
+        );
+        let local_events = prometheus::IntCounter::new(
+            "ingest_local_events_total",
+            "Events written by local ingest",
+        )
+        .expect("valid counter");
+        registry
+            .register(Box::new(local_events.clone()))
+            .expect("unique metric");
+        let local_pending = gauge(
+            "ingest_local_pending_bytes",
+            "Log bytes not yet ingested when local ingest last started (its lag)",
+        );
+        let local_last_run = prometheus::Gauge::new(
+            "ingest_local_last_run_timestamp_seconds",
+            "When local ingest last finished a run (Unix time)",
+        )
+        .expect("valid gauge");
+        registry
+            .register(Box::new(local_last_run.clone()))
+            .expect("unique metric");
+        // CPU, memory and open files of this process (Linux; elsewhere nothing is exported).
+        #[cfg(target_os = "linux")]
+        registry
+            .register(Box::new(
+                prometheus::process_collector::ProcessCollector::for_self(),
+            ))
+            .expect("unique metric");
         let build_info =
             IntGaugeVec::new(Opts::new("build_info", "Build information"), &["version"])
                 .expect("valid gauge");
@@ -189,7 +241,7 @@ impl Metrics {
         build_info
             .with_label_values(&[env!("CARGO_PKG_VERSION")])
             .set(1);
-        Self {
+        let metrics = Self {
             inner: Arc::new(Inner {
                 registry,
                 tool_duration,
@@ -198,7 +250,9 @@ impl Metrics {
                 query_duration,
                 queries_in_flight,
                 query_errors,
-                pool,
+                slots,
+                slots_busy,
+                slots_waiting,
                 http_requests,
                 http_duration,
                 auth,
@@ -207,8 +261,92 @@ impl Metrics {
                 ingest_bytes,
                 ingest_events,
                 ingest_last_push,
+                local_files,
+                local_lines,
+                local_events,
+                local_pending,
+                local_last_run,
             }),
+        };
+        metrics.zero_fixed_labels();
+        metrics
+    }
+
+    /// Exports at 0 every series whose labels are known up front, so that a rate or an alert
+    /// over them has data from the first scrape rather than "no data" until the first event.
+    fn zero_fixed_labels(&self) {
+        let inner = &self.inner;
+        for reason in ["queue_full", "insert_failed"] {
+            inner.query_log_dropped.with_label_values(&[reason]);
         }
+        for outcome in [
+            "ok",
+            "duplicate",
+            "offset_mismatch",
+            "content_mismatch",
+            "busy",
+            "too_large",
+            "invalid",
+            "failed",
+        ] {
+            inner.ingest_requests.with_label_values(&[outcome]);
+        }
+        for outcome in ["read", "unchanged", "reread", "unreadable"] {
+            inner.local_files.with_label_values(&[outcome]);
+        }
+        for outcome in ["parsed", "malformed"] {
+            inner.local_lines.with_label_values(&[outcome]);
+        }
+    }
+
+    /// Exports at 0 the calls, failures and SLA results of each of `tools`.
+    pub fn zero_tools(&self, tools: &[&str], outcomes: &[&str]) {
+        for tool in tools {
+            for outcome in outcomes {
+                self.inner.tool_calls.with_label_values(&[tool, outcome]);
+            }
+            for met in ["true", "false"] {
+                self.inner.tool_sla.with_label_values(&[tool, met]);
+            }
+        }
+    }
+
+    /// Exports at 0 the authentication results of each configured token name.
+    pub fn zero_tokens(&self, names: &[&str], results: &[&str]) {
+        for name in names {
+            for result in results {
+                self.inner.auth.with_label_values(&[name, result]);
+            }
+        }
+    }
+
+    /// What one local ingest run did.
+    pub fn observe_local_ingest(&self, summary: &crate::ingest::Summary) {
+        let inner = &self.inner;
+        let c = &summary.counters;
+        for (outcome, n) in [
+            ("read", c.files_read),
+            ("unchanged", c.files_unchanged),
+            ("reread", c.files_reread),
+            ("unreadable", c.unreadable.len() as u64),
+        ] {
+            inner.local_files.with_label_values(&[outcome]).inc_by(n);
+        }
+        inner
+            .local_lines
+            .with_label_values(&["parsed"])
+            .inc_by(c.lines.saturating_sub(c.malformed));
+        inner
+            .local_lines
+            .with_label_values(&["malformed"])
+            .inc_by(c.malformed);
+        inner.local_events.inc_by(c.events);
+        inner
+            .local_pending
+            .set(i64::try_from(summary.pending_bytes).unwrap_or(i64::MAX));
+        inner
+            .local_last_run
+            .set(crate::text::now_ms() as f64 / 1000.0);
     }
 
     pub fn observe_tool(&self, tool: &str, outcome: &str, seconds: f64, met_sla: bool) {
@@ -220,9 +358,11 @@ impl Metrics {
             .tool_calls
             .with_label_values(&[tool, outcome])
             .inc();
+        // A failed call never met its SLA, however fast it failed.
+        let met = met_sla && outcome == "ok";
         self.inner
             .tool_sla
-            .with_label_values(&[tool, if met_sla { "true" } else { "false" }])
+            .with_label_values(&[tool, if met { "true" } else { "false" }])
             .inc();
     }
 
@@ -269,13 +409,12 @@ impl Metrics {
     }
 
     pub fn set_pool(&self, status: deadpool::Status) {
-        let pool = &self.inner.pool;
-        pool.with_label_values(&["max"]).set(status.max_size as i64);
-        pool.with_label_values(&["size"]).set(status.size as i64);
-        pool.with_label_values(&["available"])
-            .set(status.available as i64);
-        pool.with_label_values(&["waiting"])
-            .set(status.waiting as i64);
+        let inner = &self.inner;
+        inner.slots.set(status.max_size as i64);
+        inner
+            .slots_busy
+            .set(status.size.saturating_sub(status.available) as i64);
+        inner.slots_waiting.set(status.waiting as i64);
     }
 
     pub fn observe_http(&self, route: &str, method: &str, status: &str, seconds: f64) {

@@ -59,6 +59,11 @@ pub(crate) fn router(
     let server = &config.server;
     let metrics = db.metrics().clone();
     let tokens = Arc::new(Tokens::new(&config.auth.tokens));
+    if !config.auth.tokens.is_empty() {
+        let names: Vec<&str> = config.auth.tokens.iter().map(|t| t.name.as_str()).collect();
+        metrics.zero_tokens(&names, &["accepted", "forbidden"]);
+        metrics.zero_tokens(&["none"], &["missing", "rejected"]);
+    }
     let guard = |required: Scope| {
         middleware::from_fn_with_state(
             AuthState {

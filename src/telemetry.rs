@@ -20,7 +20,10 @@ impl Telemetry {
     pub(crate) fn init(config: &TelemetryConfig) -> anyhow::Result<Self> {
         let filter =
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&config.log_level));
-        let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+        // Colours only on a terminal: redirected to a file, escape codes are noise.
+        let fmt = tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
         let fmt = if config.log_format == LogFormat::Json {
             fmt.json().boxed()
         } else {

@@ -112,6 +112,13 @@ pub(crate) struct Tools {
 
 impl Tools {
     pub(crate) fn new(db: Db, config: Arc<Config>, query_log: QueryLog) -> Self {
+        let outcomes: Vec<&str> = std::iter::once("ok")
+            .chain(envelope::ErrorCode::ALL.iter().map(|c| c.as_str()))
+            .collect();
+        db.metrics().zero_tools(
+            &[SearchSessions::NAME, ListSessions::NAME, Open::NAME],
+            &outcomes,
+        );
         Self {
             ctx: Context::new(db, config, query_log),
             catalog: Catalog::new(),

@@ -16,9 +16,23 @@ use crate::ingest::{self, files};
 use crate::vocab::Harness;
 use crate::{app, demo, migrate};
 
+mod running;
+pub(crate) use running::Running;
+
 /// Embedded engine, migrations, local logs (or the demo), then the server.
 pub(crate) async fn run(config: Config, no_ingest: bool) -> anyhow::Result<ExitCode> {
     let data_dir = config.embedded.data_dir_path();
+    if let Some(other) = Running::find(&data_dir) {
+        anyhow::bail!(
+            "another `moraine-mcp up` is already running (pid {}) with its data in {} and its \
+             engine on {}. Stop it first (Ctrl-C in its terminal, or `kill {}`), or start this \
+             one with its own --data-dir and --engine-port (and --listen).",
+            other.pid,
+            data_dir.display(),
+            other.engine_url,
+            other.pid
+        );
+    }
     let python = config.embedded.python.clone();
     let engine_dir = data_dir.join("engine");
     let environment =
@@ -39,7 +53,11 @@ pub(crate) async fn run(config: Config, no_ingest: bool) -> anyhow::Result<ExitC
     let url = engine.url();
     let stop = CancellationToken::new();
     let supervisor = tokio::spawn(supervise(engine, stop.clone()));
+    if let Err(error) = Running::record(&data_dir, &url) {
+        tracing::warn!(%error, "cannot record this `up` in its data directory; commands run beside it need --clickhouse-url");
+    }
     let result = serve(config, &url, &data_dir, no_ingest).await;
+    Running::clear(&data_dir);
     stop.cancel();
     supervisor.await?;
     result.map(|()| ExitCode::SUCCESS)
@@ -169,11 +187,12 @@ async fn ingest_local(
         return Ok(());
     }
     let summary = ingest::run(config, db, logs, announce).await?;
-    if announce || summary.counters.events > 0 {
-        tracing::info!(%summary, "ingested");
-    }
+    db.metrics().observe_local_ingest(&summary);
+    // Once: on the terminal at start-up, in the log afterwards (and only when something came).
     if announce {
-        eprintln!("ingested {summary}");
+        eprintln!("{}", summary.headline());
+    } else if summary.counters.events > 0 {
+        tracing::info!(%summary, "ingested");
     }
     Ok(())
 }

@@ -292,12 +292,64 @@ async fn metrics_parse_and_hold_the_sla_histograms() {
         "moraine_mcp_tool_calls_total",
         "moraine_mcp_clickhouse_query_duration_seconds_bucket",
         "moraine_mcp_clickhouse_queries_in_flight",
-        "moraine_mcp_clickhouse_pool_slots",
+        "moraine_mcp_clickhouse_query_slots",
+        "moraine_mcp_clickhouse_query_slots_busy",
+        "moraine_mcp_clickhouse_query_slot_waiters",
         "moraine_mcp_http_requests_total",
         "moraine_mcp_build_info",
+        "moraine_mcp_process_resident_memory_bytes",
+        "moraine_mcp_process_cpu_seconds_total",
+        "moraine_mcp_process_open_fds",
+        "moraine_mcp_ingest_local_events_total",
+        "moraine_mcp_ingest_local_pending_bytes",
     ] {
         assert!(samples.iter().any(|(n, _, _)| n == name), "missing {name}");
     }
+    // Failure counters are exported at 0 before anything fails.
+    let zero = |name: &str, labels: &[&str]| {
+        samples
+            .iter()
+            .any(|(n, l, v)| n == name && labels.iter().all(|want| l.contains(want)) && *v == 0.0)
+    };
+    for (name, labels) in [
+        (
+            "moraine_mcp_tool_calls_total",
+            &["tool=\"open\"", "outcome=\"busy\""][..],
+        ),
+        (
+            "moraine_mcp_tool_calls_total",
+            &["tool=\"list_sessions\"", "outcome=\"internal_error\""][..],
+        ),
+        (
+            "moraine_mcp_query_log_failures_total",
+            &["reason=\"insert_failed\""][..],
+        ),
+        (
+            "moraine_mcp_ingest_requests_total",
+            &["outcome=\"failed\""][..],
+        ),
+        (
+            "moraine_mcp_ingest_local_files_total",
+            &["outcome=\"unreadable\""][..],
+        ),
+    ] {
+        assert!(zero(name, labels), "{name}{labels:?} is not exported at 0");
+    }
+    // A failed call never counts as meeting its SLA, however fast it failed.
+    client.err("open", json!({"id": "not-an-id"})).await;
+    let reply = send("GET", &format!("{}/metrics", server.base), &[], "").await;
+    let samples = parse_prometheus(&reply.body);
+    let sla = |met: &str| {
+        samples
+            .iter()
+            .find(|(n, l, _)| {
+                n == "moraine_mcp_tool_sla_total"
+                    && l.contains("tool=\"open\"")
+                    && l.contains(&format!("met=\"{met}\""))
+            })
+            .map(|(_, _, v)| *v)
+    };
+    assert_eq!((sla("true"), sla("false")), (Some(0.0), Some(1.0)));
     server.stop().await;
 }
 
@@ -388,7 +440,7 @@ fn a_bad_config_exits_non_zero_naming_the_key() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("bm25.b"));
 
     let output = Command::new(BIN)
-        .args(["--listen", "0.0.0.0:0", "serve"])
+        .args(["serve", "--listen", "0.0.0.0:0"])
         .env("MORAINE_MCP_CLICKHOUSE__URL", "http://127.0.0.1:9")
         .output()
         .unwrap();
@@ -450,7 +502,7 @@ async fn stdio_mode_serves_the_same_tools() {
 async fn sigterm_stops_the_server_gracefully() {
     let (config, _db) = fresh_db().await;
     let mut child = Command::new(BIN)
-        .args(["--listen", "127.0.0.1:0", "serve"])
+        .args(["serve", "--listen", "127.0.0.1:0"])
         .env("MORAINE_MCP_CLICKHOUSE__URL", &config.clickhouse.url)
         .env(
             "MORAINE_MCP_CLICKHOUSE__DATABASE",
@@ -564,4 +616,68 @@ async fn a_full_query_pool_answers_busy_and_a_short_deadline_answers_deadline_ex
     assert_eq!(code, "deadline_exceeded");
     assert_eq!(envelope["error"]["details"]["retryable"], true);
     server.stop().await;
+}
+
+#[test]
+fn each_commands_help_lists_only_the_options_that_apply_to_it() {
+    let help = |command: &str| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_moraine-mcp"))
+            .args([command, "--help"])
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{command} --help failed");
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let cases: [(&str, &[&str], &[&str]); 7] = [
+        (
+            "serve",
+            &["--listen", "--stdio", "--clickhouse-url", "--config"],
+            &["--harness", "--data-dir", "--server"],
+        ),
+        (
+            "up",
+            &["--listen", "--data-dir", "--engine-port", "--no-ingest"],
+            &["--clickhouse-url", "--database", "--harness"],
+        ),
+        (
+            "ingest",
+            &["--harness", "--source", "--clickhouse-url", "--database"],
+            &["--listen", "--data-dir", "--server"],
+        ),
+        (
+            "migrate",
+            &["--clickhouse-url", "--database"],
+            &["--listen", "--harness"],
+        ),
+        (
+            "reindex",
+            &["--harness", "--clickhouse-url"],
+            &["--listen", "--data-dir"],
+        ),
+        (
+            "push",
+            &["--server", "--token"],
+            &["--listen", "--clickhouse-url", "--database", "--data-dir"],
+        ),
+        (
+            "healthcheck",
+            &["--url"],
+            &["--clickhouse-url", "--harness", "--data-dir"],
+        ),
+    ];
+    for (command, has, lacks) in cases {
+        let text = help(command);
+        for option in has {
+            assert!(
+                text.contains(option),
+                "{command} --help lacks {option}:\n{text}"
+            );
+        }
+        for option in lacks {
+            assert!(
+                !text.contains(option),
+                "{command} --help lists {option}:\n{text}"
+            );
+        }
+    }
 }

@@ -72,6 +72,18 @@ pub(crate) enum ErrorCode {
 }
 
 impl ErrorCode {
+    pub(crate) const ALL: [Self; 9] = [
+        Self::InvalidRequest,
+        Self::InvalidId,
+        Self::NotFound,
+        Self::UnsupportedEventType,
+        Self::DeadlineExceeded,
+        Self::Busy,
+        Self::BackendFailure,
+        Self::ResourceExhausted,
+        Self::InternalError,
+    ];
+
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::InvalidRequest => "invalid_request",

@@ -226,7 +226,8 @@ def load_yaml(rel):
 metrics_rs = (root / "src/metrics.rs").read_text()
 histograms = set(re.findall(r'histogram\(\s*"([a-z0-9_]+)"', metrics_rs))
 counters = set(re.findall(r'counter\(\s*"([a-z0-9_]+)"', metrics_rs))
-gauges = set(re.findall(r'IntGauge::new\(\s*"([a-z0-9_]+)"', metrics_rs))
+gauges = set(re.findall(r'(?:IntGauge::new|Gauge::new|gauge)\(\s*"([a-z0-9_]+)"', metrics_rs))
+counters |= set(re.findall(r'IntCounter::new\(\s*"([a-z0-9_]+)"', metrics_rs))
 gauges |= set(re.findall(r'Opts::new\(\s*"([a-z0-9_]+)"', metrics_rs))
 if not histograms or not counters or not gauges:
     problem("src/metrics.rs", "could not find the metric definitions (histogram(\"..\"), counter(\"..\"), "
@@ -600,7 +601,7 @@ EOF
       - {series: 'moraine_mcp_tool_calls_total{job="moraine-mcp",instance="a",tool="open",outcome="not_found"}', values: '0+1x60'}
       - {series: 'moraine_mcp_http_requests_total{job="moraine-mcp",instance="a",route="/healthz",method="GET",status="200"}', values: '0+2x60'}
       - {series: 'moraine_mcp_http_requests_total{job="moraine-mcp",instance="a",route="/mcp",method="POST",status="200"}', values: '0+100x60'}
-      - {series: 'moraine_mcp_clickhouse_pool_slots{job="moraine-mcp",instance="a",state="waiting"}', values: '0+0x60'}
+      - {series: 'moraine_mcp_clickhouse_query_slot_waiters{job="moraine-mcp",instance="a"}', values: '0+0x60'}
     promql_expr_test:
       - {expr: 'ALERTS{alertstate="firing"}', eval_time: 45m, exp_samples: []}
 
@@ -718,14 +719,14 @@ EOF
       - {series: 'moraine_mcp_clickhouse_query_errors_total{job="moraine-mcp",instance="a",query="search_score",kind="unavailable"}', values: '0+3x30'}
       - {series: 'moraine_mcp_http_requests_total{job="moraine-mcp",instance="a",route="/healthz",method="GET",status="200"}', values: '5+0x30'}
       - {series: 'moraine_mcp_http_requests_total{job="moraine-mcp",instance="a",route="/healthz",method="GET",status="503"}', values: '0+2x30'}
-      - {series: 'moraine_mcp_clickhouse_pool_slots{job="moraine-mcp",instance="a",state="waiting"}', values: '3+0x30'}
+      - {series: 'moraine_mcp_clickhouse_query_slot_waiters{job="moraine-mcp",instance="a"}', values: '3+0x30'}
     promql_expr_test:
       - expr: 'ALERTS{alertstate="firing"}'
         eval_time: 20m
         exp_samples:
           - {labels: 'ALERTS{alertname="MoraineMcpClickHouseUnavailable",alertstate="firing",severity="critical",instance="a"}', value: 1}
           - {labels: 'ALERTS{alertname="MoraineMcpNotReady",alertstate="firing",severity="critical",instance="a"}', value: 1}
-          - {labels: 'ALERTS{alertname="MoraineMcpQueriesQueueing",alertstate="firing",severity="warning",job="moraine-mcp",instance="a",state="waiting"}', value: 1}
+          - {labels: 'ALERTS{alertname="MoraineMcpQueriesQueueing",alertstate="firing",severity="warning",job="moraine-mcp",instance="a"}', value: 1}
 
   # Team memory: alice last pushed 7 hours ago, bob a minute ago; some pushes fail.
   - interval: 1m

@@ -341,7 +341,7 @@ async fn logs_stay_small_under_huge_names_and_repeated_failed_probes() {
     };
     let log = scratch("logs").join("stderr.log");
     let mut child = Command::new(BIN)
-        .args(["--listen", &format!("127.0.0.1:{port}"), "serve"])
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
         .env("MORAINE_MCP_CLICKHOUSE__URL", "http://127.0.0.1:9")
         .env("MORAINE_MCP_CLICKHOUSE__STARTUP_WAIT_SECS", "1")
         .env_remove("RUST_LOG")

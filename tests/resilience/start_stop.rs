@@ -65,9 +65,9 @@ impl Up {
         let port = free_port();
         let child = Command::new(BIN)
             .args([
+                "up",
                 "--listen",
                 &format!("127.0.0.1:{port}"),
-                "up",
                 "--no-ingest",
             ])
             .arg("--data-dir")
@@ -176,4 +176,53 @@ async fn no_engine_outlives_up() {
             "{signal:?}: the engine outlived up"
         );
     }
+}
+
+#[tokio::test]
+async fn a_second_up_says_what_is_wrong_and_commands_beside_up_find_its_engine() {
+    let up = Up::start("beside").await;
+    let second = Command::new(BIN)
+        .args([
+            "up",
+            "--listen",
+            &format!("127.0.0.1:{}", free_port()),
+            "--no-ingest",
+        ])
+        .arg("--data-dir")
+        .arg(&up.dir)
+        .args(["--engine-port", &free_port().to_string()])
+        .env("HOME", &up.dir)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&second.stderr);
+    assert!(!second.status.success(), "{said}");
+    assert!(
+        said.contains("already running") && said.contains(&format!("pid {}", up.child.id())),
+        "{said}"
+    );
+    // `ingest` with nothing naming a ClickHouse uses the running `up`'s engine.
+    let ingest = Command::new(BIN)
+        .arg("ingest")
+        .arg(crate::common::fixtures())
+        .arg("--no-progress")
+        .env("HOME", &up.dir)
+        .env("MORAINE_MCP_EMBEDDED__DATA_DIR", &up.dir)
+        .env_remove("MORAINE_MCP_CLICKHOUSE__URL")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&ingest.stderr);
+    assert!(ingest.status.success(), "{said}");
+    assert!(
+        said.contains("using the embedded ClickHouse of the running"),
+        "{said}"
+    );
+    let mut client = crate::common::Mcp::legacy(&format!("{}/mcp", up.base), None).await;
+    let found = client
+        .ok("search_sessions", serde_json::json!({"query": "healthz"}))
+        .await;
+    assert!(!found["data"]["results"].as_array().unwrap().is_empty());
+    // The server said at start whether tokens are required.
+    assert!(up.log().contains("authentication is off"), "{}", up.log());
+    // Its log went to a file: no terminal colour codes in it.
+    assert!(!up.log().contains('\u{1b}'), "{}", up.log());
 }

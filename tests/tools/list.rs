@@ -336,3 +336,31 @@ async fn list_cursor_with_changed_filter_or_sort_or_tampering_is_invalid_request
         assert_eq!(code, "invalid_request");
     }
 }
+
+#[tokio::test]
+async fn the_readme_examples_answer_on_the_demo_sessions() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let example = |tool: &str| -> Value {
+        let line = readme
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{tool} ")))
+            .unwrap_or_else(|| panic!("no {tool} example in the README"));
+        serde_json::from_str(line).unwrap()
+    };
+    let (config, db) = common::fresh_db().await;
+    let demo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("deploy")
+        .join("demo");
+    common::ingest_paths(&config, &db, &demo).await;
+    let server = TestServer::start(config, db).await;
+    let mut c = Mcp::legacy(&server.mcp_url, None).await;
+    let listed = c.ok("list_sessions", example("list_sessions")).await;
+    assert!(
+        !listed["data"]["sessions"].as_array().unwrap().is_empty(),
+        "the README's list_sessions example lists nothing on the demo: {listed}"
+    );
+    let found = c.ok("search_sessions", example("search_sessions")).await;
+    assert!(!hits(&found).is_empty(), "{found}");
+    server.stop().await;
+}
