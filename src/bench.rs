@@ -302,7 +302,7 @@ async fn run_size(
         statements: service.statements,
         push,
     };
-    drop_database(&config.clickhouse).await?;
+    crate::db::drop_database(&config.clickhouse).await?;
     Ok(report)
 }
 
@@ -345,7 +345,7 @@ async fn load(
     let config = Arc::new(settings.validate()?);
     let db = Db::new(&config.clickhouse, Metrics::new(&config.sla));
     db.wait_until_ready(Duration::from_secs(60)).await?;
-    drop_database(&config.clickhouse).await?;
+    crate::db::drop_database(&config.clickhouse).await?;
     migrate::migrate(&config.clickhouse, &db).await?;
 
     eprintln!(
@@ -530,7 +530,7 @@ async fn push_corpus(
     let mut settings = loaded.config.settings();
     settings.clickhouse.database = format!("bench_{label}_push");
     let config = Arc::new(settings.validate()?);
-    drop_database(&config.clickhouse).await?;
+    crate::db::drop_database(&config.clickhouse).await?;
     let db = Db::new(&config.clickhouse, Metrics::new(&config.sla));
     migrate::migrate(&config.clickhouse, &db).await?;
     let shutdown = CancellationToken::new();
@@ -557,7 +557,7 @@ async fn push_corpus(
     let seconds = started.elapsed().as_secs_f64();
     shutdown.cancel();
     let _ = target.wait().await;
-    drop_database(&config.clickhouse).await?;
+    crate::db::drop_database(&config.clickhouse).await?;
     let pushed = pushed?;
     anyhow::ensure!(pushed.failed == 0, "{} logs failed to push", pushed.failed);
     Ok((pushed, seconds))
@@ -574,7 +574,7 @@ async fn measure_seed_design(
     let mut seed_config = loaded.config.settings();
     seed_config.clickhouse.database = format!("bench_{label}_seed");
     let seed_db = Db::new(&seed_config.clickhouse, Metrics::new(&seed_config.sla));
-    drop_database(&seed_config.clickhouse).await?;
+    crate::db::drop_database(&seed_config.clickhouse).await?;
     crate::db::base_client(&seed_config.clickhouse)
         .query("CREATE DATABASE {db:Identifier}")
         .param("db", &seed_config.clickhouse.database)
@@ -584,7 +584,7 @@ async fn measure_seed_design(
     optimize(&seed_db, &["search_documents", "search_postings"]).await?;
     eprintln!("bench {label}: measuring the seed design");
     let seeds = measure_seed(&seed_db, workload, requests.min(100)).await;
-    drop_database(&seed_config.clickhouse).await?;
+    crate::db::drop_database(&seed_config.clickhouse).await?;
     Ok((seconds, seeds))
 }
 
@@ -639,16 +639,6 @@ async fn optimize(db: &Db, tables: &[&str]) -> Result<(), crate::db::DbError> {
             .execute(db, db.default_deadline())
             .await?;
     }
-    Ok(())
-}
-
-/// Drops the configured database, if it exists (on a client without a current database).
-async fn drop_database(config: &crate::config::ClickHouseConfig) -> anyhow::Result<()> {
-    crate::db::base_client(config)
-        .query("DROP DATABASE IF EXISTS {db:Identifier}")
-        .param("db", &config.database)
-        .execute()
-        .await?;
     Ok(())
 }
 

@@ -118,6 +118,25 @@ enum Command {
     },
     /// Send this machine's session logs to a remote moraine-mcp (its ingest API).
     Push(crate::push::PushArgs),
+    /// Remove stored sessions: the demo ones, one session, a source's, or everything.
+    #[command(group(clap::ArgGroup::new("what").required(true)))]
+    Forget {
+        /// The bundled demo sessions (source `demo`).
+        #[arg(long, group = "what")]
+        demo: bool,
+        /// Every session of this source.
+        #[arg(long, group = "what")]
+        source: Option<String>,
+        /// One session, by the `session:` ID the tools return.
+        #[arg(long, group = "what")]
+        session: Option<String>,
+        /// Everything: drops the database (the engine and its files stay; see the README's
+        /// "Removing data" to uninstall).
+        #[arg(long, group = "what")]
+        everything: bool,
+        #[command(flatten)]
+        store: Store,
+    },
     /// Ingest session logs: the given files and directories, or the configured sources.
     Ingest {
         /// Log files or directories; none means the configured sources (~/.codex, ~/.claude).
@@ -143,7 +162,8 @@ impl Command {
             Self::Serve { store, .. }
             | Self::Migrate { store }
             | Self::Reindex { store, .. }
-            | Self::Ingest { store, .. } => Some(store),
+            | Self::Ingest { store, .. }
+            | Self::Forget { store, .. } => Some(store),
             _ => None,
         }
     }
@@ -263,6 +283,35 @@ async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
         Command::Up { no_ingest, .. } => up::run(config, no_ingest).await,
         Command::Healthcheck { url } => healthcheck(&config, url).await,
         Command::Push(args) => crate::push::run(args, config).await,
+        Command::Forget {
+            demo,
+            source,
+            session,
+            everything,
+            ..
+        } => {
+            use crate::forget::Forget;
+            let what = match (demo, source, session, everything) {
+                (true, ..) => Forget::Source(crate::demo::SOURCE.into()),
+                (_, Some(source), ..) => Forget::Source(source),
+                (_, _, Some(session), _) => Forget::Session(session),
+                _ => Forget::Everything,
+            };
+            let db = app::connect(&config).await?;
+            if what != Forget::Everything {
+                migrate::migrate(&config.clickhouse, &db).await?;
+            }
+            let done = crate::forget::run(&config, &db, &what).await?;
+            if done.everything {
+                println!("dropped database {}", config.clickhouse.database);
+            } else {
+                println!(
+                    "removed {} sessions and {} logs' checkpoints and archived bytes",
+                    done.sessions, done.logs
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Reindex {
             harness,
             source,

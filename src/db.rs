@@ -427,3 +427,13 @@ mod tests {
         assert_eq!(server_code("x Code: 202. y"), Some(202));
     }
 }
+
+/// Drops the configured database and everything in it, if it exists (on a client without a
+/// current database).
+pub async fn drop_database(config: &ClickHouseConfig) -> Result<(), clickhouse::error::Error> {
+    base_client(config)
+        .query("DROP DATABASE IF EXISTS {db:Identifier}")
+        .param("db", &config.database)
+        .execute()
+        .await
+}

@@ -40,6 +40,28 @@ pub(crate) const FILES: &[(&str, &str)] = &[
     ),
 ];
 
+/// The source name the demo sessions are stored under.
+pub const SOURCE: &str = "demo";
+
+/// Whether the demo was removed (`forget --demo`) from the data in `data_dir`: `up` then never
+/// loads it again.
+pub(crate) fn dismissed(data_dir: &Path) -> bool {
+    dismissal(data_dir).exists()
+}
+
+/// Records that the demo was removed from the data in `data_dir`.
+pub(crate) fn dismiss(data_dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(data_dir)?;
+    std::fs::write(
+        dismissal(data_dir),
+        "removed by `moraine-mcp forget --demo`\n",
+    )
+}
+
+fn dismissal(data_dir: &Path) -> PathBuf {
+    data_dir.join("demo-removed")
+}
+
 /// Writes the demo logs under `dir` (replacing older copies) and returns the directories that
 /// hold the Codex and the Claude Code logs.
 pub(crate) fn write_to(dir: &Path) -> std::io::Result<(PathBuf, PathBuf)> {

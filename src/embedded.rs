@@ -60,7 +60,8 @@ impl Environment {
         let current = std::fs::read_to_string(&marker).unwrap_or_default();
         if current.trim() != wanted || !venv_python.exists() {
             eprintln!(
-                "setting up the embedded ClickHouse in {} (first run only; downloads about 200 MB)",
+                "setting up the embedded ClickHouse in {} (first run only: pip downloads about \
+                 250 MB from PyPI, about 900 MB on disk; its progress follows)",
                 venv.display()
             );
             check_python(python)?;
@@ -74,20 +75,29 @@ impl Environment {
             let requirements = dir.join("requirements.txt");
             std::fs::write(&requirements, REQUIREMENTS)
                 .map_err(io(format!("write {}", requirements.display())))?;
-            run(
-                Command::new(&venv_python)
-                    .args([
-                        "-m",
-                        "pip",
-                        "install",
-                        "--disable-pip-version-check",
-                        "--no-input",
-                        "--require-hashes",
-                        "-r",
-                    ])
-                    .arg(&requirements),
-                "install the embedded ClickHouse (chdb-core) from PyPI",
-            )?;
+            // pip's own output goes to our stderr, so a slow download shows as progress
+            // rather than as a hang.
+            let status = Command::new(&venv_python)
+                .args([
+                    "-m",
+                    "pip",
+                    "install",
+                    "--disable-pip-version-check",
+                    "--no-input",
+                    "--require-hashes",
+                    "-r",
+                ])
+                .arg(&requirements)
+                .stdin(Stdio::null())
+                .stdout(std::io::stderr())
+                .status()
+                .map_err(|e| EngineError::Setup(format!("cannot run pip: {e}")))?;
+            if !status.success() {
+                return Err(EngineError::Setup(format!(
+                    "cannot install the embedded ClickHouse (chdb-core) from PyPI ({status}); \
+                     pip's output above says why"
+                )));
+            }
             std::fs::write(&marker, &wanted).map_err(io(format!("write {}", marker.display())))?;
         }
         let script = dir.join("chgateway.py");

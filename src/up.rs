@@ -161,16 +161,16 @@ async fn ingest_local(
     for problem in &problems {
         tracing::warn!(%problem, "skipping a log source");
     }
-    if logs.is_empty() && config.embedded.demo_when_empty {
+    if logs.is_empty() && config.embedded.demo_when_empty && !demo::dismissed(data_dir) {
         let demo_dir = data_dir.join("demo");
         let (codex, claude) = demo::write_to(&demo_dir)?;
-        let (mut found, _) = files::from_paths(&[codex], Some(Harness::Codex), Some("demo"));
+        let (mut found, _) = files::from_paths(&[codex], Some(Harness::Codex), Some(demo::SOURCE));
         let (claude_found, _) =
-            files::from_paths(&[claude], Some(Harness::ClaudeCode), Some("demo"));
+            files::from_paths(&[claude], Some(Harness::ClaudeCode), Some(demo::SOURCE));
         found.extend(claude_found);
         if announce {
             eprintln!(
-                "no agent logs found under {}; loading {} demo sessions (`moraine-mcp ingest <path>` adds your own)",
+                "no agent logs found under {}; loading {} demo sessions (`moraine-mcp ingest <path>` adds your own, `moraine-mcp forget --demo` removes these)",
                 config
                     .ingest
                     .sources

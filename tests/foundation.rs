@@ -628,7 +628,7 @@ fn each_commands_help_lists_only_the_options_that_apply_to_it() {
         assert!(output.status.success(), "{command} --help failed");
         String::from_utf8_lossy(&output.stdout).into_owned()
     };
-    let cases: [(&str, &[&str], &[&str]); 7] = [
+    let cases: [(&str, &[&str], &[&str]); 8] = [
         (
             "serve",
             &["--listen", "--stdio", "--clickhouse-url", "--config"],

@@ -834,3 +834,85 @@ async fn a_whole_file_json_session_rewritten_as_it_grows_is_read_incrementally()
     assert_eq!((events, unique, turns), (8, 8, 2));
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[tokio::test]
+async fn forgetting_the_demo_a_session_or_a_source_leaves_exactly_the_rest() {
+    use moraine_mcp::forget::{self, Forget};
+    let (settings, db) = common::fresh_db().await;
+    let config = settings.clone().validate().unwrap();
+    let data_dir = config.embedded.data_dir_path();
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("deploy")
+        .join("demo");
+    common::ingest_paths(&settings, &db, &common::fixtures()).await;
+    let (demo_logs, problems) = files::from_paths(&[demo], None, Some("demo"));
+    assert!(problems.is_empty(), "{problems:?}");
+    moraine_mcp::ingest::run(&config, &db, demo_logs, false)
+        .await
+        .unwrap();
+
+    // Without the demo: exactly what ingesting the fixtures alone stores.
+    let done = forget::run(&config, &db, &Forget::Source("demo".into()))
+        .await
+        .unwrap();
+    assert_eq!(done.sessions, 13);
+    // `up` is told not to load the demo again (in the test's own data directory).
+    assert!(data_dir.join("demo-removed").exists());
+    let (alone_settings, alone) = common::fresh_db().await;
+    common::ingest_paths(&alone_settings, &alone, &common::fixtures()).await;
+    let after = snapshot(&db).await;
+    assert_statistics_exact(&after);
+    assert_eq!(after, snapshot(&alone).await);
+    let demo_checkpoints: u64 = db
+        .read(
+            "t",
+            "SELECT count() FROM ingest_checkpoints FINAL WHERE source = 'demo'",
+        )
+        .fetch_optional(&db, db.default_deadline())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(demo_checkpoints, 0);
+
+    // One session, by the ID the tools give it.
+    let file = fixture_files()
+        .into_iter()
+        .find(|f| f.native_id == "5c2b148a-4a39-402e-984c-ed27a60cf6e9")
+        .unwrap();
+    let id = moraine_mcp::ids::Id::Session {
+        session: file.session_key,
+    }
+    .to_string();
+    let done = forget::run(&config, &db, &Forget::Session(id))
+        .await
+        .unwrap();
+    assert_eq!((done.sessions, done.logs), (1, 1));
+    let after = snapshot(&db).await;
+    assert_statistics_exact(&after);
+    assert!(after.sessions.iter().all(|s| s.0 != file.session_key));
+    assert!(after.events.iter().all(|e| e.0 != file.session_key));
+    assert!(matches!(
+        forget::run(&config, &db, &Forget::Session("session:nope".into())).await,
+        Err(forget::ForgetError::NotASessionId(_))
+    ));
+
+    // A whole source, then everything.
+    forget::run(&config, &db, &Forget::Source("codex".into()))
+        .await
+        .unwrap();
+    let after = snapshot(&db).await;
+    assert_statistics_exact(&after);
+    assert!(after.sessions.len() < 6, "{}", after.sessions.len());
+    let done = forget::run(&config, &db, &Forget::Everything)
+        .await
+        .unwrap();
+    assert!(done.everything);
+    assert!(
+        db.read("t", "SELECT count() FROM sessions")
+            .fetch_optional::<u64>(&db, db.default_deadline())
+            .await
+            .is_err(),
+        "the database is gone"
+    );
+    std::fs::remove_dir_all(data_dir).unwrap();
+}

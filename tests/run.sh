@@ -33,6 +33,11 @@ tests/interop/run.sh
 if [ "${SKIP_BENCH:-0}" != 1 ]; then
     step "benchmark harness (--quick, smoke)"
     cargo build --release --features bench --locked
+    # The engine environment the integration tests installed, rather than a second copy.
+    mkdir -p target/bench-smoke
+    if [ ! -e target/bench-smoke/engine-env ] && [ -d target/tmp/engine-env/venv ]; then
+        ln -s ../tmp/engine-env target/bench-smoke/engine-env
+    fi
     target/release/moraine-mcp bench --quick --out target/bench-smoke
 fi
 

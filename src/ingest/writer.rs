@@ -62,6 +62,11 @@ pub async fn load_stored(db: &Db, files: &[LogFile]) -> Result<HashMap<u64, Stor
 /// Writes one batch. Every row gets the same version, newer than any written before.
 pub async fn write_batch(db: &Db, mut batch: Batch, version: u64) -> Result<(), DbError> {
     for retraction in &batch.retractions {
+        tracing::info!(
+            session_key = retraction.session_key,
+            after_line = retraction.after_line,
+            "removing rows before re-reading"
+        );
         retract(db, retraction).await?;
     }
     let started = std::time::Instant::now();
@@ -92,7 +97,7 @@ pub async fn write_batch(db: &Db, mut batch: Batch, version: u64) -> Result<(), 
         INGEST_SETTINGS,
     )
     .await?;
-    let now = now_ms();
+    let now = crate::text::now_ms();
     for row in &mut batch.chunks {
         row.received_at = now;
     }
@@ -121,14 +126,13 @@ pub async fn write_batch(db: &Db, mut batch: Batch, version: u64) -> Result<(), 
 ///
 /// Statements run in an order that a crash can only interrupt harmlessly until the statistics
 /// are adjusted; the postings delete follows immediately after.
-async fn retract(db: &Db, retraction: &Retraction) -> Result<(), DbError> {
+pub(crate) async fn retract(db: &Db, retraction: &Retraction) -> Result<(), DbError> {
     let Retraction {
         session_key,
         after_line,
         keep_turns,
         archive,
     } = *retraction;
-    tracing::info!(session_key, after_line, "removing rows before re-reading");
     let doomed =
         "SELECT event_key FROM events WHERE session_key = {s:UInt64} AND line_no > {l:UInt32}";
     let statements: Vec<(&'static str, String)> = vec![
@@ -187,13 +191,6 @@ async fn retract(db: &Db, retraction: &Retraction) -> Result<(), DbError> {
         .await?;
     }
     Ok(())
-}
-
-/// Milliseconds since the epoch.
-pub(crate) fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 /// A row version newer than `previous`: wall-clock nanoseconds, forced to increase.

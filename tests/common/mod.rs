@@ -79,6 +79,11 @@ pub fn config_for(url: &str) -> Settings {
     config.server.listen = "127.0.0.1:0".parse().unwrap();
     config.server.shutdown_grace_secs = 5;
     config.ingest.batch_events = 500;
+    // Never the real ~/.local/share/moraine-mcp: a data directory of the test's own.
+    config.embedded.data_dir = std::env::temp_dir()
+        .join(format!("moraine-data-{}-{n}", std::process::id()))
+        .to_string_lossy()
+        .into_owned();
     config
 }
 

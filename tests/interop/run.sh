@@ -135,6 +135,11 @@ A="http://127.0.0.1:$A_PORT"
 S="http://127.0.0.1:$S_PORT"
 DATA="$WORK/data"
 rm -rf "$DATA/db" # fresh database; the engine's venv under $DATA/engine is kept
+# The engine environment the integration tests installed, rather than a second copy.
+if [ ! -e "$DATA/engine" ] && [ -d "$ROOT/target/tmp/engine-env/venv" ]; then
+  mkdir -p "$DATA"
+  ln -s "$ROOT/target/tmp/engine-env" "$DATA/engine"
+fi
 
 say "starting servers"
 if [ ! -d "$DATA/engine/venv" ]; then
