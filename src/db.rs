@@ -387,6 +387,16 @@ fn with_time_limit(query: clickhouse::query::Query, deadline: Instant) -> clickh
     query.with_setting("max_execution_time", format!("{seconds:.3}"))
 }
 
+/// Drops the configured database and everything in it, if it exists (on a client without a
+/// current database).
+pub async fn drop_database(config: &ClickHouseConfig) -> Result<(), clickhouse::error::Error> {
+    base_client(config)
+        .query("DROP DATABASE IF EXISTS {db:Identifier}")
+        .param("db", &config.database)
+        .execute()
+        .await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -426,14 +436,4 @@ mod tests {
         ));
         assert_eq!(server_code("x Code: 202. y"), Some(202));
     }
-}
-
-/// Drops the configured database and everything in it, if it exists (on a client without a
-/// current database).
-pub async fn drop_database(config: &ClickHouseConfig) -> Result<(), clickhouse::error::Error> {
-    base_client(config)
-        .query("DROP DATABASE IF EXISTS {db:Identifier}")
-        .param("db", &config.database)
-        .execute()
-        .await
 }
