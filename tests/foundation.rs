@@ -664,6 +664,17 @@ fn each_commands_help_lists_only_the_options_that_apply_to_it() {
             &["--url"],
             &["--clickhouse-url", "--harness", "--data-dir"],
         ),
+        (
+            "forget",
+            &[
+                "--demo",
+                "--session",
+                "--source",
+                "--everything",
+                "--clickhouse-url",
+            ],
+            &["--listen", "--harness"],
+        ),
     ];
     for (command, has, lacks) in cases {
         let text = help(command);
