@@ -101,6 +101,18 @@ impl Tokens {
     }
 }
 
+/// The bearer token a request presents, if any.
+pub(crate) fn bearer(headers: &axum::http::HeaderMap) -> Option<&str> {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            v.strip_prefix("Bearer ")
+                .or_else(|| v.strip_prefix("bearer "))
+        })
+        .map(str::trim)
+}
+
 fn digest(token: &str) -> [u8; 32] {
     Sha256::digest(token.as_bytes()).into()
 }
@@ -124,16 +136,7 @@ pub(crate) async fn authenticate(
         request.extensions_mut().insert(Caller::anonymous());
         return next.run(request).await;
     }
-    let presented = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| {
-            v.strip_prefix("Bearer ")
-                .or_else(|| v.strip_prefix("bearer "))
-        })
-        .map(str::trim);
-    let Some(presented) = presented else {
+    let Some(presented) = bearer(request.headers()) else {
         state.metrics.observe_auth("none", "missing");
         return unauthorized("missing bearer token", false);
     };

@@ -122,6 +122,10 @@ impl Default for ServerConfig {
 #[serde(deny_unknown_fields, default)]
 pub struct AuthConfig {
     pub tokens: Vec<TokenConfig>,
+    /// `/metrics` needs a token with the `metrics` scope (when tokens are configured).
+    /// Either way, token names show on `/metrics` only to such a token.
+    #[serde(default)]
+    pub protect_metrics: bool,
 }
 
 /// One accepted bearer token. Only `name` is ever logged or exported.
@@ -171,6 +175,8 @@ pub enum Scope {
     Read,
     /// Send logs to the ingest API.
     Ingest,
+    /// Read `/metrics` with token names (and at all, with `auth.protect_metrics`).
+    Metrics,
 }
 
 impl Scope {
@@ -178,6 +184,7 @@ impl Scope {
         match self {
             Self::Read => "read",
             Self::Ingest => "ingest",
+            Self::Metrics => "metrics",
         }
     }
 }

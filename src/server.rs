@@ -43,6 +43,9 @@ pub(crate) use connections::{ConnectionLimits, serve};
 #[derive(Clone)]
 struct AppState {
     db: Db,
+    tokens: Arc<Tokens>,
+    /// Configured token names, in order: shown on `/metrics` only to a `metrics` token.
+    token_names: Arc<[String]>,
     health_timeout: Duration,
     /// Whether the last health probe failed, so only changes are logged as warnings.
     unhealthy: Arc<AtomicBool>,
@@ -86,15 +89,22 @@ pub(crate) fn router(
     );
     let state = AppState {
         db,
+        tokens: tokens.clone(),
+        token_names: config.auth.tokens.iter().map(|t| t.name.clone()).collect(),
         health_timeout: Duration::from_millis(config.clickhouse.health_timeout_ms),
         unhealthy: Arc::new(AtomicBool::new(false)),
+    };
+    let metrics_route = if config.auth.protect_metrics {
+        get(metrics_get).route_layer(guard(Scope::Metrics))
+    } else {
+        get(metrics_get)
     };
     let mcp = mcp_routes(config, tools, addr, shutdown)
         .layer(middleware::from_fn(rpc::check_tool_calls))
         .layer(guard(Scope::Read));
     Router::new()
         .route("/healthz", get(healthz_get))
-        .route("/metrics", get(metrics_get))
+        .route("/metrics", metrics_route)
         .merge(mcp)
         .with_state(state)
         .merge(ingest)
@@ -276,13 +286,33 @@ async fn healthz_get(State(state): State<AppState>) -> Response {
         .into_response()
 }
 
-async fn metrics_get(State(state): State<AppState>) -> Response {
+async fn metrics_get(State(state): State<AppState>, headers: axum::http::HeaderMap) -> Response {
     state.db.export_pool_status();
-    (
-        [(header::CONTENT_TYPE, prometheus::TEXT_FORMAT)],
-        state.db.metrics().render(),
-    )
-        .into_response()
+    let mut text = state.db.metrics().render();
+    let named = auth::bearer(&headers)
+        .and_then(|presented| state.tokens.check(presented))
+        .is_some_and(|caller| caller.may(Scope::Metrics));
+    if !named {
+        text = without_token_names(text, &state.token_names);
+    }
+    ([(header::CONTENT_TYPE, prometheus::TEXT_FORMAT)], text).into_response()
+}
+
+/// The exposition with each configured token's name replaced by its position (`token-1`, …):
+/// who is on the team is not for every scraper to read.
+fn without_token_names(mut text: String, names: &[String]) -> String {
+    for (i, name) in names.iter().enumerate() {
+        // As the text format writes a label value.
+        let escaped = name
+            .replace('\\', "\\\\")
+            .replace('"', "\\\"")
+            .replace('\n', "\\n");
+        let label = format!("token=\"{escaped}\"");
+        if text.contains(&label) {
+            text = text.replace(&label, &format!("token=\"token-{}\"", i + 1));
+        }
+    }
+    text
 }
 
 async fn not_found() -> Response {
@@ -308,4 +338,20 @@ pub(crate) fn cancel_on_signal(token: CancellationToken) -> std::io::Result<()> 
         token.cancel();
     });
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_token_names_become_positions_as_the_text_format_writes_them() {
+        let names = ["alice".to_owned(), "q\"uote".to_owned()];
+        let text =
+            "a{token=\"alice\",result=\"ok\"} 1\nb{token=\"q\\\"uote\"} 2\nc{token=\"alicex\"} 3\n";
+        assert_eq!(
+            without_token_names(text.to_owned(), &names),
+            "a{token=\"token-1\",result=\"ok\"} 1\nb{token=\"token-2\"} 2\nc{token=\"alicex\"} 3\n"
+        );
+    }
 }

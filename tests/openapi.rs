@@ -81,6 +81,8 @@ async fn every_documented_status_is_served_and_nothing_served_is_undocumented() 
     slow_config.server.request_timeout_secs = 5;
     slow_config.server.body_timeout_secs = 1;
     slow_config.ingest.max_concurrent_requests = 1;
+    // And /metrics closed to all but a `metrics` token.
+    slow_config.auth.protect_metrics = true;
     let slow = TestServer::start(slow_config, db.clone()).await;
     let (a, s, d) = (address(&stateless), address(&stateful), address(&down));
     let w = address(&slow);
@@ -493,6 +495,10 @@ async fn every_documented_status_is_served_and_nothing_served_is_undocumented() 
             "",
             413,
         ),
+        (&w, "/metrics", "GET", vec![], "", 401),
+        (&w, "/metrics", "GET", vec![auth], "", 403),
+        (&w, "/metrics", "HEAD", vec![], "", 401),
+        (&w, "/metrics", "HEAD", vec![auth], "", 403),
         (&a, "/metrics", "HEAD", vec![], "", 200),
         (
             &a,

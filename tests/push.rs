@@ -25,6 +25,7 @@ const ALICE: &str = "alice-laptop-token-0123456789";
 const BOB: &str = "bob-laptop-token-0123456789ab";
 const READER: &str = "reader-token-0123456789abcdef";
 const ALICE_READER: &str = "alice-reader-token-01234567";
+const PROMETHEUS: &str = "prometheus-token-0123456789ab";
 
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("moraine-push-{}-{name}", std::process::id()));
@@ -44,11 +45,14 @@ fn team(mut settings: Settings) -> Settings {
     bob.source = Some("bob".into());
     let mut alice_reader = TokenConfig::reader("alice-reader", ALICE_READER);
     alice_reader.read_sources = Some(vec!["alice".into()]);
+    let mut prometheus = TokenConfig::reader("prometheus", PROMETHEUS);
+    prometheus.scopes = vec![Scope::Metrics];
     settings.auth.tokens = vec![
         alice,
         bob,
         TokenConfig::reader("reader", READER),
         alice_reader,
+        prometheus,
     ];
     settings
 }
@@ -270,12 +274,26 @@ async fn tokens_read_and_write_only_what_their_scopes_and_sources_allow() {
     )
     .await;
     assert_eq!(tools.status, 403);
-    let metrics = send("GET", &format!("{}/metrics", server.base), &[], "").await;
+    // Refusals are counted by token name, shown only to a token with the metrics scope;
+    // other scrapers see the token's position. The token itself never shows.
+    let metrics = send(
+        "GET",
+        &format!("{}/metrics", server.base),
+        &[("authorization", &format!("Bearer {PROMETHEUS}"))],
+        "",
+    )
+    .await;
     assert!(
         metrics.body.contains("token=\"reader\""),
-        "refusals are counted by token name"
+        "{}",
+        metrics.body
     );
     assert!(!metrics.body.contains(READER));
+    let anonymous = send("GET", &format!("{}/metrics", server.base), &[], "").await;
+    assert_eq!(anonymous.status, 200);
+    assert!(!anonymous.body.contains("token=\"reader\""));
+    assert!(anonymous.body.contains("token=\"token-3\""));
+    assert!(!anonymous.body.contains("alice-laptop"));
 
     // A reader of alice's sessions: bob's do not exist for it.
     let mut limited = Mcp::modern(&server.mcp_url, Some(ALICE_READER)).await;
@@ -827,5 +845,32 @@ async fn every_format_family_pushed_in_pieces_stores_what_a_local_ingest_stores(
     assert_statistics_exact(&stored);
     assert_eq!(stored, local_reference(&[&formats]).await);
     assert_no_duplicates(&db).await;
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn protected_metrics_answer_only_a_metrics_token() {
+    let (mut settings, db) = fresh_db().await;
+    settings = team(settings);
+    settings.auth.protect_metrics = true;
+    let server = TestServer::start(settings, db).await;
+    let url = format!("{}/metrics", server.base);
+    let bearer = |token: &str| format!("Bearer {token}");
+    assert_eq!(send("GET", &url, &[], "").await.status, 401);
+    let reader = bearer(READER);
+    assert_eq!(
+        send("GET", &url, &[("authorization", &reader)], "")
+            .await
+            .status,
+        403
+    );
+    let prometheus = bearer(PROMETHEUS);
+    let allowed = send("GET", &url, &[("authorization", &prometheus)], "").await;
+    assert_eq!(allowed.status, 200);
+    assert!(
+        allowed.body.contains("token=\"reader\""),
+        "{}",
+        allowed.body
+    );
     server.stop().await;
 }

@@ -26,13 +26,18 @@ async fn each_search_is_logged_with_its_hits() {
             .fetch_all(&db, Instant::now() + Duration::from_secs(5))
             .await
             .unwrap();
-        if let Some((_, result_count, hit_rows)) = rows.first() {
+        // The query row and its hit rows are written by separate inserts: wait for both.
+        if let Some((_, result_count, hit_rows)) = rows.first()
+            && *hit_rows == expected_hits
+        {
             assert!(expected_hits > 0);
             assert_eq!(*result_count as u64, expected_hits);
-            assert_eq!(*hit_rows, expected_hits);
             break;
         }
-        assert!(Instant::now() < give_up, "the search was not logged");
+        assert!(
+            Instant::now() < give_up,
+            "the search and its {expected_hits} hits were not logged: {rows:?}"
+        );
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
 }
