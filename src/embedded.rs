@@ -61,7 +61,7 @@ impl Environment {
         if current.trim() != wanted || !venv_python.exists() {
             eprintln!(
                 "setting up the embedded ClickHouse in {} (first run only: pip downloads about \
-                 250 MB from PyPI, about 900 MB on disk; its progress follows)",
+                 270 MB from PyPI, about 900 MB on disk; its progress follows)",
                 venv.display()
             );
             check_python(python)?;
