@@ -177,14 +177,10 @@ struct PushReport {
     events: u64,
     seconds: f64,
     events_per_second: f64,
-    /// Push rate ÷ local ingest rate (goal ≥ 0.8). Over loopback the client sends plain
-    /// bodies, as it does to any server on its own machine.
-    of_local: f64,
-    /// The same push with zstd bodies, as to a server across a network: events/s, its share
-    /// of local ingest, and bytes sent per byte of log.
-    zstd_events_per_second: f64,
-    zstd_of_local: f64,
+    /// Bytes sent (zstd) per byte of log.
     compression_ratio: f64,
+    /// Push rate ÷ local ingest rate (goal ≥ 0.8).
+    of_local: f64,
     /// The push rate while one client searches (the second push).
     events_per_second_while_searching: f64,
     /// Global searches while the push ran, and their P50 ÷ the idle P50 (goal ≤ 1.5).
@@ -486,9 +482,7 @@ async fn measure_push(
     service: &ServiceMeasures,
 ) -> anyhow::Result<PushReport> {
     eprintln!("bench {label}: pushing the corpus over HTTP");
-    let (alone, seconds) = push_corpus(label, loaded, false).await?;
-    eprintln!("bench {label}: pushing the corpus over HTTP with zstd bodies");
-    let (zstd, zstd_seconds) = push_corpus(label, loaded, true).await?;
+    let (alone, seconds) = push_corpus(label, loaded).await?;
     eprintln!("bench {label}: pushing the corpus over HTTP while searching");
     let shutdown = CancellationToken::new();
     let searched = app::spawn(
@@ -506,24 +500,20 @@ async fn measure_push(
             .run_until("search_sessions", queries, stop_searching)
             .await
     });
-    let pushed = push_corpus(label, loaded, false).await;
+    let pushed = push_corpus(label, loaded).await;
     done.cancel();
     let during = searching.await?;
     shutdown.cancel();
     let _ = searched.wait().await;
     let (searching_push, searching_seconds) = pushed?;
     let events_per_second = alone.events as f64 / seconds.max(1e-9);
-    let zstd_events_per_second = zstd.events as f64 / zstd_seconds.max(1e-9);
-    let local = loaded.summary.events_per_second().max(1e-9);
     let idle = service.measured[0].client.p50;
     Ok(PushReport {
         events: alone.events,
         seconds,
         events_per_second,
-        of_local: events_per_second / local,
-        zstd_events_per_second,
-        zstd_of_local: zstd_events_per_second / local,
-        compression_ratio: zstd.compressed as f64 / zstd.bytes.max(1) as f64,
+        compression_ratio: alone.compressed as f64 / alone.bytes.max(1) as f64,
+        of_local: events_per_second / loaded.summary.events_per_second().max(1e-9),
         events_per_second_while_searching: searching_push.events as f64
             / searching_seconds.max(1e-9),
         p50_of_idle: during.p50 / idle.max(1e-9),
@@ -531,12 +521,11 @@ async fn measure_push(
     })
 }
 
-/// Pushes the whole corpus into a fresh database behind a service of its own (with zstd
-/// bodies when `zstd`), and drops the database again: what was pushed, in how many seconds.
+/// Pushes the whole corpus into a fresh database behind a service of its own, and drops the
+/// database again: what was pushed, in how many seconds.
 async fn push_corpus(
     label: &str,
     loaded: &Loaded,
-    zstd: bool,
 ) -> anyhow::Result<(crate::push::PushSummary, f64)> {
     let mut settings = loaded.config.settings();
     settings.clickhouse.database = format!("bench_{label}_push");
@@ -562,8 +551,7 @@ async fn push_corpus(
         None,
         Some("bench"),
         Duration::from_secs(60),
-    )?
-    .compressing(zstd);
+    )?;
     let started = Instant::now();
     let pushed = crate::push::push_logs(&client, &logs, crate::push::CHUNK_BYTES, false).await;
     let seconds = started.elapsed().as_secs_f64();
@@ -1060,17 +1048,14 @@ fn markdown(reports: &[SizeReport], judged: bool) -> String {
         ));
         let p = &r.push;
         out.push_str(&format!(
-            "\nPush over loopback HTTP: {:.0} events/s in {:.1} s, {:.0}% of local ingest \
-             (goal ≥ 80%: {}); with zstd bodies, as across a network ({:.2} of the log bytes \
-             sent): {:.0} events/s, {:.0}%. Pushed again while one client searches: \
+            "\nPush over loopback HTTP (zstd, {:.2} of the log bytes sent): {:.0} events/s in {:.1} s, \
+             {:.0}% of local ingest (goal ≥ 80%: {}). Pushed again while one client searches: \
              {:.0} events/s, global search P50 {} ms ({} searches), {:.2}× idle (goal ≤ 1.5×: {}).\n",
+            p.compression_ratio,
             p.events_per_second,
             p.seconds,
             p.of_local * 100.0,
             verdict(p.of_local >= 0.8),
-            p.compression_ratio,
-            p.zstd_events_per_second,
-            p.zstd_of_local * 100.0,
             p.events_per_second_while_searching,
             ms(p.searches_during.p50),
             p.searches_during.samples,

@@ -97,12 +97,7 @@ async fn two_laptops_push_concurrently_and_each_finds_the_others_sessions() {
     write_sessions(&b, 0xb0b, 12, 6, "betaword");
     let (settings, db) = fresh_db().await;
     let server = TestServer::start(team(settings), db.clone()).await;
-    // One laptop sends zstd bodies (as across a network), the other plain ones (as to a
-    // server on its own machine): both paths end in the same rows.
-    let (alice, bob) = (
-        client(&server, ALICE).compressing(true),
-        client(&server, BOB),
-    );
+    let (alice, bob) = (client(&server, ALICE), client(&server, BOB));
     let (logs_a, logs_b) = (logs_under(&a), logs_under(&b));
     let (pushed_a, pushed_b) = tokio::join!(
         push::push_logs(&alice, &logs_a, 16 * 1024, false),

@@ -1,6 +1,5 @@
-//! The ingest API client of `push`: HTTP(S) with the bearer token, zstd bodies (plain to a
-//! server on this machine), and retries with growing pauses while the server is unreachable or
-//! overloaded.
+//! The ingest API client of `push`: HTTP(S) with the bearer token, zstd bodies, and retries
+//! with growing pauses while the server is unreachable or overloaded.
 
 use std::time::{Duration, Instant};
 
@@ -23,19 +22,6 @@ const FIRST_PAUSE: Duration = Duration::from_millis(250);
 const MAX_PAUSE: Duration = Duration::from_secs(30);
 /// zstd level of request bodies: fast, and most of zstd's ratio on JSON lines.
 const ZSTD_LEVEL: i32 = 3;
-
-/// Whether `base` (an http(s) URL) names this machine: a loopback address or `localhost`.
-fn on_this_machine(base: &str) -> bool {
-    let Ok(uri) = base.parse::<axum::http::Uri>() else {
-        return false;
-    };
-    let host = uri.host().unwrap_or("");
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    host.eq_ignore_ascii_case("localhost")
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
-}
 
 /// Why a request failed.
 #[derive(Debug)]
@@ -70,9 +56,6 @@ pub struct Client {
     /// The source to write as, for a server without tokens.
     source: Option<String>,
     retry_for: Duration,
-    /// Bodies are zstd-compressed, except to a server on this machine, where compressing
-    /// costs both ends more CPU than the bytes it saves.
-    compress: bool,
 }
 
 impl Client {
@@ -99,18 +82,11 @@ impl Client {
         let https = tls.https_or_http().enable_http1().wrap_connector(connector);
         Ok(Self {
             http: HttpClient::builder(TokioExecutor::new()).build(https),
-            compress: !on_this_machine(&base),
             base,
             token: token.map(str::to_owned),
             source: source.map(str::to_owned),
             retry_for,
         })
-    }
-
-    /// Compresses bodies (or not) whatever the server's address says.
-    pub fn compressing(mut self, compress: bool) -> Self {
-        self.compress = compress;
-        self
     }
 
     /// Where each log stands on the server.
@@ -144,24 +120,19 @@ impl Client {
             url = format!("{url}?{query}");
         }
         let body = batch::encode(appends);
-        let (body, encoding) = if self.compress {
-            // Compressing megabytes is CPU work: off the async runtime, which may be serving too.
-            let compressed =
-                tokio::task::spawn_blocking(move || zstd::bulk::compress(&body, ZSTD_LEVEL))
-                    .await
-                    .map_err(|e| Failure::Fatal(e.into()))?
-                    .map_err(|e| Failure::Log(e.into()))?;
-            (compressed, Some("zstd"))
-        } else {
-            (body, None)
-        };
-        let sent = body.len() as u64;
+        // Compressing megabytes is CPU work: off the async runtime, which may be serving too.
+        let compressed =
+            tokio::task::spawn_blocking(move || zstd::bulk::compress(&body, ZSTD_LEVEL))
+                .await
+                .map_err(|e| Failure::Fatal(e.into()))?
+                .map_err(|e| Failure::Log(e.into()))?;
+        let sent = compressed.len() as u64;
         let answer = self
             .send(
                 &url,
                 "application/octet-stream",
-                encoding,
-                Bytes::from(body),
+                Some("zstd"),
+                Bytes::from(compressed),
             )
             .await?;
         let logs: Vec<Outcome> = serde_json::from_slice::<serde_json::Value>(&answer)
@@ -269,28 +240,4 @@ fn jitter(wait: Duration) -> Duration {
         .map_or(0, |d| d.subsec_nanos());
     let factor = 0.8 + f64::from(nanos % 1000) / 2500.0;
     wait.mul_f64(factor)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn test_only_a_server_on_this_machine_gets_plain_bodies() {
-        for local in [
-            "http://127.0.0.1:8080",
-            "http://localhost:8080",
-            "https://[::1]:8443",
-            "http://127.0.0.2",
-        ] {
-            assert!(on_this_machine(local), "{local}");
-        }
-        for remote in [
-            "https://moraine.example.com",
-            "http://10.0.0.5:8080",
-            "http://[2001:db8::1]:80",
-        ] {
-            assert!(!on_this_machine(remote), "{remote}");
-        }
-    }
 }
