@@ -6,5 +6,6 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod hostile_files;
 mod http;
 mod start_stop;
