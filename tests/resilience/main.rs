@@ -6,6 +6,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod crash;
 mod hostile_files;
 mod http;
 mod start_stop;
