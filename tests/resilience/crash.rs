@@ -35,9 +35,11 @@ fn ingest(dir: &std::path::Path, database: &str) -> Command {
 }
 
 #[tokio::test]
-#[ignore = "fails today: after SIGKILLs mid-run, term_df ends below what the postings imply \
-            (statistics subtracted twice; most likely a retraction interrupted between its \
-            statistics adjustment and its deletes, then repeated by the re-run)"]
+#[ignore = "fails today, two ways: (1) term_df ends below what the postings imply when a kill \
+            lands between a retraction's statistics adjustment and its deletes, and the re-run \
+            subtracts again; (2) an insert the killed run had sent lands after the re-run read \
+            its checkpoints, so a batch is stored twice. Both need events to carry the write \
+            that made them (retractions applied once, late inserts recognised)"]
 async fn ingest_killed_at_any_point_and_run_again_stores_exactly_one_clean_run() {
     let dir = scratch("corpus");
     write_sessions(&dir, 0xc4a5, 120, 25, "crashword");
@@ -62,7 +64,8 @@ async fn ingest_killed_at_any_point_and_run_again_stores_exactly_one_clean_run()
     let (settings, db) = fresh_db().await;
     let database = settings.clickhouse.database.clone();
     let mut killed_with_work_done = 0;
-    for fraction in [0.1, 0.2, 0.35, 0.5, 0.65, 0.8] {
+    // Each run resumes where the last stopped, so later ones have less left to do.
+    for fraction in [0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6] {
         let mut child = ingest(&dir, &database).spawn().unwrap();
         tokio::time::sleep(whole.mul_f64(fraction)).await;
         let finished = child.try_wait().unwrap().is_some();
