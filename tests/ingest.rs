@@ -604,30 +604,27 @@ async fn a_malformed_line_is_counted_and_the_rest_ingested_and_unreadable_files_
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// `moraine-mcp ingest <path>` into a database of its own on the shared engine.
+fn ingest_cli(path: impl AsRef<Path>) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_moraine-mcp"))
+        .arg("ingest")
+        .arg(path.as_ref())
+        .env("MORAINE_MCP_CLICKHOUSE__URL", common::shared_engine_url())
+        .env(
+            "MORAINE_MCP_CLICKHOUSE__DATABASE",
+            format!("cli_{}", uuid::Uuid::new_v4().simple()),
+        )
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn the_ingest_command_reports_and_exits_by_what_it_ingested() {
     // Nothing readable at all: non-zero.
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_moraine-mcp"))
-        .args(["ingest", "/nonexistent/path.jsonl"])
-        .env("MORAINE_MCP_CLICKHOUSE__URL", common::shared_engine_url())
-        .env(
-            "MORAINE_MCP_CLICKHOUSE__DATABASE",
-            format!("cli_{}", uuid::Uuid::new_v4().simple()),
-        )
-        .output()
-        .unwrap();
+    let output = ingest_cli(Path::new("/nonexistent/path.jsonl"));
     assert!(!output.status.success());
     // Fixtures: a summary line and success.
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_moraine-mcp"))
-        .arg("ingest")
-        .arg(common::fixtures())
-        .env("MORAINE_MCP_CLICKHOUSE__URL", common::shared_engine_url())
-        .env(
-            "MORAINE_MCP_CLICKHOUSE__DATABASE",
-            format!("cli_{}", uuid::Uuid::new_v4().simple()),
-        )
-        .output()
-        .unwrap();
+    let output = ingest_cli(common::fixtures());
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         output.status.success(),
@@ -654,16 +651,7 @@ fn the_ingest_command_reports_and_exits_by_what_it_ingested() {
     std::fs::copy(&session, dir.join("copy-of-a-session.jsonl")).unwrap();
     std::fs::copy(&session, dir.join(session.file_name().unwrap())).unwrap();
     std::fs::write(dir.join("notes.jsonl"), "{\"hello\": 1}\n").unwrap();
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_moraine-mcp"))
-        .arg("ingest")
-        .arg(&dir)
-        .env("MORAINE_MCP_CLICKHOUSE__URL", common::shared_engine_url())
-        .env(
-            "MORAINE_MCP_CLICKHOUSE__DATABASE",
-            format!("cli_{}", uuid::Uuid::new_v4().simple()),
-        )
-        .output()
-        .unwrap();
+    let output = ingest_cli(&dir);
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert_eq!(output.status.code(), Some(2), "{stdout}");
     assert!(stdout.contains("1 files"), "{stdout}");

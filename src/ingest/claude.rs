@@ -553,6 +553,14 @@ mod tests {
         );
     }
 
+    /// Each draft's type, whether it starts a turn, and its text.
+    fn kinds_and_texts(drafts: &[Draft]) -> Vec<(EventType, bool, &str)> {
+        drafts
+            .iter()
+            .map(|d| (d.event_type, d.starts_turn, d.text.as_str()))
+            .collect()
+    }
+
     fn read_all(lines: &[Value], subagent_file: bool) -> (Vec<Draft>, AdapterOutput) {
         let tools = SelfTools::new(&["moraine".into()]);
         let mut claude = Claude {
@@ -636,10 +644,7 @@ mod tests {
             ],
             false,
         );
-        let seen: Vec<_> = drafts
-            .iter()
-            .map(|d| (d.event_type, d.starts_turn, d.text.as_str()))
-            .collect();
+        let seen = kinds_and_texts(&drafts);
         assert_eq!(
             seen,
             [
@@ -694,10 +699,7 @@ mod tests {
             ],
             false,
         );
-        let seen: Vec<_> = drafts
-            .iter()
-            .map(|d| (d.event_type, d.starts_turn, d.text.as_str()))
-            .collect();
+        let seen = kinds_and_texts(&drafts);
         assert_eq!(
             seen,
             [
@@ -741,10 +743,7 @@ mod tests {
             ],
             false,
         );
-        let seen: Vec<_> = drafts
-            .iter()
-            .map(|d| (d.event_type, d.starts_turn, d.text.as_str()))
-            .collect();
+        let seen = kinds_and_texts(&drafts);
         assert_eq!(
             seen,
             [
