@@ -9,6 +9,7 @@ pub(crate) mod claude;
 pub(crate) mod codex;
 pub mod draft;
 pub mod files;
+pub mod lock;
 pub mod push;
 pub mod reader;
 pub mod redact;
@@ -31,6 +32,9 @@ pub struct Summary {
     pub elapsed: Duration,
     /// Bytes not yet ingested when the run started (the run's lag).
     pub pending_bytes: u64,
+    /// Sessions found stored twice (a killed run's last insert landed after this run read
+    /// its checkpoints) and rebuilt from their logs.
+    pub rebuilt: usize,
 }
 
 impl Summary {
@@ -86,7 +90,15 @@ impl std::fmt::Display for Summary {
             c.bytes as f64 / (1024.0 * 1024.0),
             self.elapsed.as_secs_f64(),
             self.events_per_second(),
-        )
+        )?;
+        if self.rebuilt > 0 {
+            write!(
+                f,
+                "; {} sessions an interrupted run had stored twice rebuilt",
+                self.rebuilt
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -113,35 +125,91 @@ pub(crate) fn read_settings(config: &Config) -> ReadSettings {
     }
 }
 
-/// Ingests `files` into the database behind `db`.
+/// Ingests `files` into the database behind `db`, after any other run into it from this
+/// machine has finished.
 pub async fn run(
     config: &Config,
     db: &Db,
     files: Vec<LogFile>,
     show_progress: bool,
 ) -> Result<Summary, IngestError> {
+    let _lock = lock::IngestLock::acquire(config).await;
     let started = Instant::now();
     let stored = writer::load_stored(db, &files).await?;
-    let total: u64 = files
+    let none = Stored::default();
+    let stored_for = |file: &LogFile| stored.get(&file.file_key).unwrap_or(&none);
+    // A session found stored twice is read whole again; the others from their checkpoints.
+    let pending = |file: &LogFile| match stored_for(file) {
+        s if s.doubled => file.size,
+        s => Reader::pending_bytes(file, s),
+    };
+    let total: u64 = files.iter().map(pending).sum();
+    let touched: Vec<u64> = files
         .iter()
-        .map(|f| Reader::pending_bytes(f, stored.get(&f.file_key).unwrap_or(&Stored::default())))
-        .sum();
+        .filter(|f| pending(f) > 0)
+        .map(|f| f.session_key)
+        .collect();
+    let doubled = files.iter().filter(|f| stored_for(f).doubled).count();
     let progress = progress_bar(total, show_progress);
     let file_count = files.len();
-    let counters = pipeline(config, db, &progress, move |reader| {
+    let (files, counters) = pipeline(config, db, &progress, move |reader| {
         for file in &files {
             let stored = stored.get(&file.file_key).cloned().unwrap_or_default();
-            reader.read_file(file, &stored)?;
+            if stored.doubled {
+                reader.reread_file(file, &stored)?;
+            } else {
+                reader.read_file(file, &stored)?;
+            }
         }
-        Ok(())
+        Ok(files)
     })
     .await?;
+    // A killed run's late insert may also land while this run reads: its sessions are among
+    // those this run wrote.
+    let rebuilt = doubled + rebuild_doubled(config, db, files, &touched).await?;
     Ok(Summary {
         files: file_count,
         counters,
         elapsed: started.elapsed(),
         pending_bytes: total,
+        rebuilt,
     })
+}
+
+/// Rebuilds from their logs the sessions among `touched` that hold an event twice, and says
+/// how many there were. Retractions make this exact: each copy's statistics go with it.
+async fn rebuild_doubled(
+    config: &Config,
+    db: &Db,
+    files: Vec<LogFile>,
+    touched: &[u64],
+) -> Result<usize, IngestError> {
+    let doubled: std::collections::HashSet<u64> = writer::stored_twice(db, touched)
+        .await?
+        .into_iter()
+        .collect();
+    if doubled.is_empty() {
+        return Ok(0);
+    }
+    tracing::warn!(
+        sessions = doubled.len(),
+        "rebuilding sessions an interrupted run stored twice"
+    );
+    let files: Vec<LogFile> = files
+        .into_iter()
+        .filter(|f| doubled.contains(&f.session_key))
+        .collect();
+    let stored = writer::load_stored(db, &files).await?;
+    let hidden = indicatif::ProgressBar::hidden();
+    pipeline(config, db, &hidden, move |reader| {
+        for file in &files {
+            let stored = stored.get(&file.file_key).cloned().unwrap_or_default();
+            reader.reread_file(file, &stored)?;
+        }
+        Ok(())
+    })
+    .await?;
+    Ok(doubled.len())
 }
 
 /// A progress bar over `total` bytes, or a hidden one.
@@ -162,14 +230,15 @@ pub(crate) fn progress_bar(total: u64, show: bool) -> indicatif::ProgressBar {
 
 /// Runs `read` on a blocking thread with a reader whose batches an async writer inserts while
 /// the next batch is parsed (two batches in flight), and returns the reader's counts.
-async fn pipeline<F>(
+async fn pipeline<F, T>(
     config: &Config,
     db: &Db,
     progress: &indicatif::ProgressBar,
     read: F,
-) -> Result<Counters, IngestError>
+) -> Result<(T, Counters), IngestError>
 where
-    F: FnOnce(&mut Reader<'_>) -> Result<(), WriterGone> + Send + 'static,
+    F: FnOnce(&mut Reader<'_>) -> Result<T, WriterGone> + Send + 'static,
+    T: Send + 'static,
 {
     let redactor = redact::Redactor::new(&config.ingest.redaction)?;
     let (tx, mut rx) = tokio::sync::mpsc::channel::<reader::Batch>(1);
@@ -190,8 +259,8 @@ where
         let sink: reader::Sink<'_> =
             Box::new(|batch| tx.blocking_send(batch).map_err(|_| WriterGone));
         let mut reader = Reader::new(settings, &redactor, &self_tools, sink, &bar);
-        read(&mut reader)?;
-        reader.finish()
+        let value = read(&mut reader)?;
+        reader.finish().map(|counters| (value, counters))
     });
     let read_result = reading
         .await

@@ -32,6 +32,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(5, "005_service_keys"),
     migration!(6, "006_archive"),
     migration!(7, "007_archive_codec"),
+    migration!(8, "008_write_once"),
 ];
 
 /// The schema version this binary expects.

@@ -32,6 +32,9 @@ pub struct EventRow {
     pub line_no: u32,
     pub terms: Vec<u64>,
     pub tfs: Vec<u16>,
+    /// The version of the write that stores the row (set by the writer): tells two copies of
+    /// one event apart, and names the incarnation of a session a retraction removes.
+    pub batch: u64,
 }
 
 /// One version of a turn's row in `turns` (read whole with `SELECT ?fields`).

@@ -48,6 +48,9 @@ pub struct Retraction {
     pub after_line: u32,
     pub keep_turns: u32,
     pub archive: Option<(u64, u32)>,
+    /// A log whose checkpoint goes first, so that a run cut off while the session is rebuilt
+    /// leaves it to be read from the start, never a checkpoint over missing rows.
+    pub checkpoint: Option<u64>,
 }
 
 impl Retraction {
@@ -58,6 +61,7 @@ impl Retraction {
             after_line: 0,
             keep_turns: 0,
             archive: None,
+            checkpoint: None,
         }
     }
 }
@@ -68,6 +72,8 @@ impl Retraction {
 pub struct Stored {
     pub checkpoint: Option<CheckpointRow>,
     pub max_line: Option<u32>,
+    /// The session holds an event twice.
+    pub doubled: bool,
 }
 
 /// The parser state saved in a checkpoint.
@@ -329,6 +335,7 @@ impl Resume {
                     after_line: 0,
                     keep_turns: 0,
                     archive: previous.map(|_| (file.file_key, generation)),
+                    checkpoint: None,
                 })
                 .into_iter()
                 .collect(),
@@ -351,6 +358,7 @@ impl Resume {
                     after_line: checkpoint.line_no,
                     keep_turns: state.session.turn.ordinal,
                     archive: None,
+                    checkpoint: None,
                 })
                 .into_iter()
                 .collect(),
@@ -369,6 +377,15 @@ impl Resume {
             retractions: vec![Retraction::session(checkpoint.session_key)],
             generation: checkpoint.generation,
         }
+    }
+
+    /// From the start again, for a log whose session holds an event twice: its checkpoint and
+    /// every row of its session go before it is read.
+    pub fn rebuild(file: &LogFile, checkpoint: Option<&CheckpointRow>) -> Self {
+        let mut resume = Self::from_scratch(file, true, None);
+        resume.generation = checkpoint.map_or(0, |c| c.generation);
+        resume.retractions[0].checkpoint = Some(file.file_key);
+        resume
     }
 
     /// Nothing to read: the checkpoint covers everything and nothing is orphaned.
@@ -449,8 +466,24 @@ impl<'a> Reader<'a> {
 
     /// Reads what is new in one file on disk into the current batch.
     pub fn read_file(&mut self, file: &LogFile, stored: &Stored) -> Result<(), WriterGone> {
+        self.read_disk_log(file, stored, |log| resume_point(log, file, stored))
+    }
+
+    /// Reads one file on disk again from its start, replacing everything its session holds.
+    pub fn reread_file(&mut self, file: &LogFile, stored: &Stored) -> Result<(), WriterGone> {
+        self.read_disk_log(file, stored, |_| {
+            Ok(Resume::rebuild(file, stored.checkpoint.as_ref()))
+        })
+    }
+
+    fn read_disk_log(
+        &mut self,
+        file: &LogFile,
+        stored: &Stored,
+        resume: impl FnOnce(&DiskLog) -> io::Result<Resume>,
+    ) -> Result<(), WriterGone> {
         let outcome = DiskLog::open(&file.path).and_then(|log| {
-            let resume = resume_point(&log, file, stored)?;
+            let resume = resume(&log)?;
             Ok((log, resume))
         });
         let result = match outcome {

@@ -105,7 +105,7 @@ pub async fn run(
     let total = jobs.iter().map(|(file, _, _)| file.size).sum();
     let progress = progress_bar(total, show_progress);
     let logs = checkpoints.len();
-    let counters = pipeline(config, db, &progress, move |reader| {
+    let ((), counters) = pipeline(config, db, &progress, move |reader| {
         for (file, checkpoint, read_from) in &jobs {
             let log = match read_from {
                 Source::Archive(path) => DiskLog::archive_copy(path),
@@ -121,6 +121,7 @@ pub async fn run(
             let stored = Stored {
                 checkpoint: Some(checkpoint.clone()),
                 max_line: None,
+                doubled: false,
             };
             let resume = Resume::again(file, checkpoint);
             if let Err(error) = reader.read_log(file, &log, resume, &stored) {

@@ -322,6 +322,7 @@ impl SessionBuilder {
             line_no,
             terms: doc.terms,
             tfs: doc.tfs,
+            batch: 0,
         }
     }
 

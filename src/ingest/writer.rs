@@ -14,9 +14,13 @@ use crate::rows::CheckpointRow;
 /// Ingest is background work: its engine threads yield to searches when the CPU is short
 /// (ClickHouse applies the nice value only with CAP_SYS_NICE, and ignores it otherwise).
 const INGEST_SETTINGS: &[(&str, &str)] = &[("os_thread_priority", "10")];
+/// Block deduplication stays off for events: `term_df` and `corpus_stats` deduplicate the
+/// retractions' tokened inserts, and two batches' statistics may well be equal.
 const EVENT_INSERT_SETTINGS: &[(&str, &str)] = &[
     ("parallel_view_processing", "1"),
     ("os_thread_priority", "10"),
+    ("insert_deduplicate", "0"),
+    ("deduplicate_blocks_in_dependent_materialized_views", "0"),
 ];
 
 /// What ClickHouse already holds for each of `files`, by file key.
@@ -34,15 +38,19 @@ pub async fn load_stored(db: &Db, files: &[LogFile]) -> Result<HashMap<u64, Stor
             .param("keys", &file_keys)
             .fetch_all(db, deadline)
             .await?;
-        let lines: HashMap<u64, u32> = db
+        // A session holding an event twice was written by a killed run after the run that
+        // followed it had read its checkpoints: it is read again from the start.
+        let lines: HashMap<u64, (u32, bool)> = db
             .read(
                 "ingest_max_lines",
-                "SELECT session_key, max(line_no) FROM events WHERE session_key IN {keys:Array(UInt64)} GROUP BY session_key",
+                "SELECT session_key, max(line_no), count() != uniqExact(event_key) FROM events \
+                 WHERE session_key IN {keys:Array(UInt64)} GROUP BY session_key",
             )
             .param("keys", &session_keys)
-            .fetch_all::<(u64, u32)>(db, deadline)
+            .fetch_all::<(u64, u32, bool)>(db, deadline)
             .await?
             .into_iter()
+            .map(|(key, max_line, doubled)| (key, (max_line, doubled)))
             .collect();
         let mut by_key: HashMap<u64, CheckpointRow> =
             checkpoints.into_iter().map(|c| (c.file_key, c)).collect();
@@ -51,7 +59,8 @@ pub async fn load_stored(db: &Db, files: &[LogFile]) -> Result<HashMap<u64, Stor
                 file.file_key,
                 Stored {
                     checkpoint: by_key.remove(&file.file_key),
-                    max_line: lines.get(&file.session_key).copied(),
+                    max_line: lines.get(&file.session_key).map(|l| l.0),
+                    doubled: lines.get(&file.session_key).is_some_and(|l| l.1),
                 },
             );
         }
@@ -68,6 +77,9 @@ pub async fn write_batch(db: &Db, mut batch: Batch, version: u64) -> Result<(), 
             "removing rows before re-reading"
         );
         retract(db, retraction).await?;
+    }
+    for row in &mut batch.events {
+        row.batch = version;
     }
     let started = std::time::Instant::now();
     db.insert(
@@ -124,46 +136,47 @@ pub async fn write_batch(db: &Db, mut batch: Batch, version: u64) -> Result<(), 
 /// Removes a session's rows from lines after `after_line`, keeping the index statistics exact:
 /// the documents' term and length counts are subtracted before their postings go.
 ///
-/// Statements run in an order that a crash can only interrupt harmlessly until the statistics
-/// are adjusted; the postings delete follows immediately after.
+/// A run killed part way through is repeated by the next one, and must subtract once: the
+/// subtractions carry an insert deduplication token naming the rows they remove (which writes
+/// stored them), so a repeat finds its token taken while those rows still exist. Postings go
+/// before events, because events are what names the rows.
 pub(crate) async fn retract(db: &Db, retraction: &Retraction) -> Result<(), DbError> {
     let Retraction {
         session_key,
         after_line,
         keep_turns,
         archive,
+        checkpoint,
     } = *retraction;
-    let doomed =
-        "SELECT event_key FROM events WHERE session_key = {s:UInt64} AND line_no > {l:UInt32}";
-    let statements: Vec<(&'static str, String)> = vec![
-        (
-            "retract_term_df",
-            format!(
-                "INSERT INTO term_df SELECT term, -toInt64(count()) FROM postings \
-                 WHERE sess = {{s:UInt64}} AND doc IN ({doomed}) GROUP BY term"
-            ),
-        ),
-        (
-            "retract_corpus_stats",
-            "INSERT INTO corpus_stats SELECT 0, -toInt64(count()), -toInt64(sum(doc_len)) FROM events \
-             WHERE session_key = {s:UInt64} AND line_no > {l:UInt32} AND searchable"
-                .to_owned(),
-        ),
+    if let Some(file_key) = checkpoint {
+        db.write(
+            "retract_checkpoint",
+            "DELETE FROM ingest_checkpoints WHERE file_key = {f:UInt64}",
+        )
+        .param("f", file_key)
+        .execute(db, db.default_deadline())
+        .await?;
+    }
+    if let Some(doomed) = Doomed::find(db, session_key, after_line).await? {
+        doomed.subtract(db, session_key, after_line).await?;
+    }
+    let statements: &[(&'static str, &str)] = &[
         (
             "retract_postings",
-            format!("DELETE FROM postings WHERE sess = {{s:UInt64}} AND doc IN ({doomed})"),
+            "DELETE FROM postings WHERE sess = {s:UInt64} AND doc IN \
+             (SELECT event_key FROM events WHERE session_key = {s:UInt64} AND line_no > {l:UInt32})",
         ),
         (
             "retract_events",
-            "DELETE FROM events WHERE session_key = {s:UInt64} AND line_no > {l:UInt32}".to_owned(),
+            "DELETE FROM events WHERE session_key = {s:UInt64} AND line_no > {l:UInt32}",
         ),
         (
             "retract_turns",
-            "DELETE FROM turns WHERE session_key = {s:UInt64} AND ordinal > {t:UInt32}".to_owned(),
+            "DELETE FROM turns WHERE session_key = {s:UInt64} AND ordinal > {t:UInt32}",
         ),
     ];
     for (name, sql) in statements {
-        db.write(name, &sql)
+        db.write(name, sql)
             .param("s", session_key)
             .param("l", after_line)
             .param("t", keep_turns)
@@ -191,6 +204,116 @@ pub(crate) async fn retract(db: &Db, retraction: &Retraction) -> Result<(), DbEr
         .await?;
     }
     Ok(())
+}
+
+/// The searchable rows a retraction removes, named by their count and the writes that stored
+/// them: no later incarnation of the session has the same name.
+#[derive(Debug, serde::Deserialize, clickhouse::Row)]
+struct Doomed {
+    docs: u64,
+    total_len: i64,
+    first_batch: u64,
+    last_batch: u64,
+}
+
+#[derive(Debug, serde::Serialize, serde::Deserialize, clickhouse::Row)]
+struct TermDfRow {
+    term: u64,
+    df: i64,
+}
+
+#[derive(Debug, serde::Serialize, clickhouse::Row)]
+struct CorpusStatsRow {
+    k: u8,
+    docs: i64,
+    total_len: i64,
+}
+
+impl Doomed {
+    async fn find(db: &Db, session_key: u64, after_line: u32) -> Result<Option<Self>, DbError> {
+        let doomed: Option<Self> = db
+            .read(
+                "retract_doomed",
+                "SELECT count() AS docs, toInt64(sum(doc_len)) AS total_len, min(batch) AS first_batch, \
+                 max(batch) AS last_batch FROM events \
+                 WHERE session_key = {s:UInt64} AND line_no > {l:UInt32} AND searchable",
+            )
+            .param("s", session_key)
+            .param("l", after_line)
+            .fetch_optional(db, db.default_deadline())
+            .await?;
+        Ok(doomed.filter(|d| d.docs > 0))
+    }
+
+    /// Subtracts the rows' document frequencies and corpus counts, each exactly once.
+    async fn subtract(&self, db: &Db, session_key: u64, after_line: u32) -> Result<(), DbError> {
+        let token = format!(
+            "retract:{session_key}:{after_line}:{}:{}:{}",
+            self.docs, self.first_batch, self.last_batch
+        );
+        // Sorted, so that a repeat sends the same blocks under the same tokens.
+        let mut terms: Vec<TermDfRow> = db
+            .read(
+                "retract_term_df",
+                "SELECT term, toInt64(count()) AS df FROM postings WHERE sess = {s:UInt64} AND doc IN \
+                 (SELECT event_key FROM events WHERE session_key = {s:UInt64} AND line_no > {l:UInt32}) \
+                 GROUP BY term ORDER BY term",
+            )
+            .param("s", session_key)
+            .param("l", after_line)
+            .fetch_all(db, db.default_deadline())
+            .await?;
+        for row in &mut terms {
+            row.df = -row.df;
+        }
+        let term_token = format!("{token}:term_df");
+        db.insert(
+            "retract_term_df",
+            "term_df",
+            &terms,
+            &[
+                ("insert_deduplicate", "1"),
+                ("insert_deduplication_token", &term_token),
+            ],
+        )
+        .await?;
+        let corpus = CorpusStatsRow {
+            k: 0,
+            docs: -(self.docs as i64),
+            total_len: -self.total_len,
+        };
+        let corpus_token = format!("{token}:corpus_stats");
+        db.insert(
+            "retract_corpus_stats",
+            "corpus_stats",
+            &[corpus],
+            &[
+                ("insert_deduplicate", "1"),
+                ("insert_deduplication_token", &corpus_token),
+            ],
+        )
+        .await
+    }
+}
+
+/// Which of `session_keys` hold two copies of an event: an insert of a killed run that landed
+/// after the next run had read the checkpoints it would have moved.
+pub async fn stored_twice(db: &Db, session_keys: &[u64]) -> Result<Vec<u64>, DbError> {
+    let mut doubled = Vec::new();
+    for chunk in session_keys.chunks(10_000) {
+        let found: Vec<u64> = db
+            .read(
+                "ingest_stored_twice",
+                "SELECT DISTINCT session_key FROM (SELECT session_key, event_key FROM events \
+                 WHERE session_key IN {keys:Array(UInt64)} GROUP BY session_key, event_key \
+                 HAVING count() > 1)",
+            )
+            .param("keys", chunk)
+            .fetch_all(db, db.default_deadline())
+            .await?;
+        doubled.extend(found);
+    }
+    Ok(doubled)
 }
 
 /// A row version newer than `previous`: wall-clock nanoseconds, forced to increase.

@@ -579,6 +579,50 @@ pub async fn snapshot(db: &Db) -> Snapshot {
     }
 }
 
+impl Snapshot {
+    /// Panics naming what differs from `reference` — which table, how many rows, the first
+    /// rows that differ — rather than printing two whole stores.
+    pub fn assert_same_as(&self, reference: &Snapshot) {
+        fn first_difference<T: std::fmt::Debug + PartialEq>(
+            table: &str,
+            got: &[T],
+            want: &[T],
+        ) -> Option<String> {
+            if got == want {
+                return None;
+            }
+            let at = got
+                .iter()
+                .zip(want)
+                .position(|(a, b)| a != b)
+                .unwrap_or(got.len().min(want.len()));
+            Some(format!(
+                "{table}: {} rows, {} expected; first difference at row {at}: {:?} vs {:?}",
+                got.len(),
+                want.len(),
+                got.get(at),
+                want.get(at)
+            ))
+        }
+        let differences: Vec<String> = [
+            first_difference("events", &self.events, &reference.events),
+            first_difference("turns", &self.turns, &reference.turns),
+            first_difference("sessions", &self.sessions, &reference.sessions),
+            first_difference("postings", &self.postings, &reference.postings),
+            first_difference("term_df", &self.term_df, &reference.term_df),
+            first_difference("corpus_stats", &[self.corpus], &[reference.corpus]),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        assert!(
+            differences.is_empty(),
+            "the store differs:\n{}",
+            differences.join("\n")
+        );
+    }
+}
+
 /// The statistics equal what the postings imply: no double counting, nothing lost.
 pub fn assert_statistics_exact(s: &Snapshot) {
     let mut df: BTreeMap<u64, i64> = BTreeMap::new();

@@ -9,4 +9,5 @@ mod common;
 mod crash;
 mod hostile_files;
 mod http;
+mod own_engine;
 mod start_stop;

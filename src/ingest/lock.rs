@@ -1,0 +1,72 @@
+//! One ingest at a time into a database from this machine: a second run of the same logs
+//! waits for the first, so two runs never read the same checkpoints and both write.
+
+use std::fs::{File, TryLockError};
+use std::path::PathBuf;
+
+use crate::config::Config;
+
+/// Held while a run writes; the operating system releases it when the process ends, however
+/// it ends.
+#[derive(Debug)]
+pub struct IngestLock {
+    _file: File,
+}
+
+impl IngestLock {
+    /// Takes the lock of `config`'s database, waiting while another run holds it. `None` when
+    /// no lock file can be made (a read-only data directory): runs are then not serialized.
+    pub async fn acquire(config: &Config) -> Option<Self> {
+        let path = lock_path(config);
+        let file = match open(&path) {
+            Ok(file) => file,
+            Err(error) => {
+                tracing::warn!(path = %path.display(), %error, "cannot create the ingest lock; not waiting for other runs");
+                return None;
+            }
+        };
+        match file.try_lock() {
+            Ok(()) => return Some(Self { _file: file }),
+            Err(TryLockError::WouldBlock) => {}
+            Err(TryLockError::Error(error)) => {
+                tracing::warn!(path = %path.display(), %error, "cannot take the ingest lock; not waiting for other runs");
+                return None;
+            }
+        }
+        tracing::warn!(
+            database = %config.clickhouse.database,
+            "another ingest into this database is running; waiting for it to finish"
+        );
+        let waited = tokio::task::spawn_blocking(move || file.lock().map(|()| file)).await;
+        match waited {
+            Ok(Ok(file)) => Some(Self { _file: file }),
+            Ok(Err(error)) => {
+                tracing::warn!(path = %path.display(), %error, "cannot take the ingest lock; not waiting for other runs");
+                None
+            }
+            Err(_) => None,
+        }
+    }
+}
+
+/// One lock file per ClickHouse endpoint and database, in the data directory.
+fn lock_path(config: &Config) -> PathBuf {
+    let target = format!("{}\n{}", config.clickhouse.url, config.clickhouse.database);
+    let key = xxhash_rust::xxh3::xxh3_64(target.as_bytes());
+    config
+        .embedded
+        .data_dir_path()
+        .join("locks")
+        .join(format!("ingest-{key:016x}.lock"))
+}
+
+fn open(path: &std::path::Path) -> std::io::Result<File> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+}
