@@ -582,7 +582,7 @@ pub async fn snapshot(db: &Db) -> Snapshot {
 impl Snapshot {
     /// Panics naming what differs from `reference` — which table, how many rows, the first
     /// rows that differ — rather than printing two whole stores.
-    pub fn assert_same_as(&self, reference: &Snapshot) {
+    pub fn assert_same_as(&self, reference: &Self) {
         fn first_difference<T: std::fmt::Debug + PartialEq>(
             table: &str,
             got: &[T],
