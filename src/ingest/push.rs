@@ -179,7 +179,7 @@ impl PushIngest {
         appends: &[Append<'_>],
     ) -> Result<Outcomes, AppendError> {
         let mut files = describe_all(source, appends);
-        let _held = self.lock_all(&files).await;
+        let held = self.lock_all(&files).await;
         self.identify_continued(source, appends, &mut files).await?;
         let valid: Vec<LogFile> = files
             .iter()
@@ -228,7 +228,18 @@ impl PushIngest {
                 *last = writer::next_version(*last);
                 *last
             };
-            writer::write_batch(&self.db, batch, version).await?;
+            // The write runs to its end even when the client goes away meanwhile (the
+            // request's future is then dropped): cut between statements, it would leave rows
+            // without their checkpoint, or an insert landing after the next request has read
+            // the checkpoints. The logs' locks stay held until it ends.
+            let db = self.db.clone();
+            tokio::spawn(async move {
+                let written = writer::write_batch(&db, batch, version).await;
+                drop(held);
+                written
+            })
+            .await
+            .map_err(|e| AppendError::Internal(e.to_string()))??;
             for (slot, appended) in slots.into_iter().zip(appended) {
                 outcomes[slot] = Some(Ok(appended));
             }
