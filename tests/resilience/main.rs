@@ -7,6 +7,7 @@
 mod common;
 
 mod crash;
+mod fuzz;
 mod hostile_files;
 mod http;
 mod own_engine;
