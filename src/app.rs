@@ -23,6 +23,10 @@ use crate::tools::querylog::QueryLog;
 /// How long a stopping service waits for the search log to write what it holds.
 const QUERY_LOG_FLUSH: Duration = Duration::from_secs(5);
 
+/// How often the service checks that ClickHouse answers (see `Db::watch_health`): with the
+/// health timeout, how soon calls stop waiting on an engine that died or froze.
+const HEALTH_WATCH: Duration = Duration::from_millis(250);
+
 /// A running HTTP service.
 pub struct App {
     addr: SocketAddr,
@@ -42,6 +46,11 @@ pub fn spawn(
     let addr = listener.local_addr()?;
     let (tools, query_log) = tools(&config, &db);
     tokio::spawn(crate::ingest::push::restore_push_metrics(db.clone()));
+    tokio::spawn(db.clone().watch_health(
+        HEALTH_WATCH,
+        Duration::from_millis(config.clickhouse.health_timeout_ms),
+        shutdown.clone(),
+    ));
     let router = server::router(&config, db, tools, addr, &shutdown);
     let limits = server::connection_limits(&config);
     let server = tokio::spawn(server::serve(listener, router, shutdown, limits));

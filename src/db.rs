@@ -5,6 +5,7 @@
 //! gets [`DbError::Busy`]. Tool queries run read-only with a server-side time limit taken from
 //! the caller's deadline. Values always travel as server-side parameters (`{name:Type}`).
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use deadpool::managed::{self, Metrics as PoolMetrics, Pool, RecycleResult};
@@ -124,6 +125,17 @@ pub struct Db {
     slots: Pool<Slots>,
     query_timeout: Duration,
     metrics: Metrics,
+    /// Whether ClickHouse answers, as [`Db::watch_health`] last saw it (always, where nothing
+    /// watches): while it does not, reads fail at once instead of waiting out their deadline.
+    answering: Arc<tokio::sync::watch::Sender<bool>>,
+}
+
+/// Whether a statement may be abandoned when ClickHouse stops answering: reads may; writes
+/// are left to finish, since one abandoned after it was sent may still land.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Abandon {
+    WhenDown,
+    Never,
 }
 
 impl Db {
@@ -141,6 +153,7 @@ impl Db {
             slots,
             query_timeout: Duration::from_millis(config.query_timeout_ms),
             metrics,
+            answering: Arc::new(tokio::sync::watch::Sender::new(true)),
         }
     }
 
@@ -171,6 +184,7 @@ impl Db {
         Query {
             name,
             inner: self.client.query(sql).with_setting("readonly", "2"),
+            abandon: Abandon::WhenDown,
         }
     }
 
@@ -179,6 +193,7 @@ impl Db {
         Query {
             name,
             inner: self.client.query(sql),
+            abandon: Abandon::Never,
         }
     }
 
@@ -192,12 +207,17 @@ impl Db {
         &self,
         name: &'static str,
         deadline: Instant,
+        abandon: Abandon,
         query: impl std::future::Future<Output = Result<T, clickhouse::error::Error>>,
     ) -> Result<T, DbError> {
         let started = Instant::now();
         let remaining = deadline.saturating_duration_since(started);
         if remaining.is_zero() {
             return Err(DbError::Deadline);
+        }
+        if !*self.answering.borrow() {
+            self.metrics.observe_query(name, 0.0, Some("unavailable"));
+            return Err(not_answering());
         }
         // The pool's own wait (the configured queue timeout), cut short by the deadline and by
         // what the current tool call has left of its queue wait.
@@ -219,10 +239,20 @@ impl Db {
             Err(e) => return Err(DbError::Protocol(e.to_string())),
         };
         let _in_flight = self.metrics.query_in_flight();
-        let result = match tokio::time::timeout_at(deadline.into(), query).await {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(e)) => Err(DbError::from_clickhouse(e)),
-            Err(_) => Err(DbError::Deadline),
+        let mut answering = self.answering.subscribe();
+        let stops_answering = async {
+            // A closed channel never says "down": only a watch that saw it does.
+            if abandon == Abandon::Never || answering.wait_for(|up| !*up).await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        };
+        let result = tokio::select! {
+            answered = tokio::time::timeout_at(deadline.into(), query) => match answered {
+                Ok(Ok(value)) => Ok(value),
+                Ok(Err(e)) => Err(DbError::from_clickhouse(e)),
+                Err(_) => Err(DbError::Deadline),
+            },
+            () = stops_answering => Err(not_answering()),
         };
         let kind = result.as_ref().err().map(DbError::kind);
         self.metrics
@@ -246,7 +276,7 @@ impl Db {
         }
         let deadline = self.default_deadline();
         let client = &self.client;
-        self.run(name, deadline, async move {
+        self.run(name, deadline, Abandon::Never, async move {
             let mut insert = client.insert::<T>(table).await?;
             for (key, value) in settings {
                 insert = insert.with_setting(*key, *value);
@@ -257,6 +287,41 @@ impl Db {
             insert.end().await
         })
         .await
+    }
+
+    /// Pings ClickHouse every `every` until `stop`: when a ping gets no answer within
+    /// `timeout`, reads fail at once (`backend_failure`) and those in flight are abandoned,
+    /// until a ping is answered again. Without this watch a stopped or frozen engine holds every
+    /// call until its deadline.
+    pub async fn watch_health(
+        self,
+        every: Duration,
+        timeout: Duration,
+        stop: tokio_util::sync::CancellationToken,
+    ) {
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = tokio::time::sleep(every) => {}
+            }
+            let answered = match self.ping(timeout).await {
+                // An exception is an answer.
+                Ok(()) | Err(DbError::Server(_)) => Ok(()),
+                Err(e) => Err(e),
+            };
+            let was = *self.answering.borrow();
+            match answered {
+                Ok(()) if !was => {
+                    tracing::info!("clickhouse answers again");
+                    self.answering.send_replace(true);
+                }
+                Err(error) if was => {
+                    tracing::warn!(%error, "clickhouse stopped answering; reads fail at once until it is back");
+                    self.answering.send_replace(false);
+                }
+                _ => {}
+            }
+        }
     }
 
     /// `SELECT 1` within `timeout`, without taking a slot (health checks must not queue).
@@ -338,6 +403,7 @@ pub fn splice(template: &str, fragments: &[(&str, &str)]) -> String {
 pub struct Query {
     name: &'static str,
     inner: clickhouse::query::Query,
+    abandon: Abandon,
 }
 
 impl Query {
@@ -358,7 +424,8 @@ impl Query {
         T: clickhouse::RowOwned + clickhouse::RowRead,
     {
         let query = with_time_limit(self.inner, deadline);
-        db.run(self.name, deadline, query.fetch_all::<T>()).await
+        db.run(self.name, deadline, self.abandon, query.fetch_all::<T>())
+            .await
     }
 
     /// Fetches at most one row, within `deadline`.
@@ -367,15 +434,25 @@ impl Query {
         T: clickhouse::RowOwned + clickhouse::RowRead,
     {
         let query = with_time_limit(self.inner, deadline);
-        db.run(self.name, deadline, query.fetch_optional::<T>())
-            .await
+        db.run(
+            self.name,
+            deadline,
+            self.abandon,
+            query.fetch_optional::<T>(),
+        )
+        .await
     }
 
     /// Runs a statement, within `deadline`.
     pub async fn execute(self, db: &Db, deadline: Instant) -> Result<(), DbError> {
         let query = with_time_limit(self.inner, deadline);
-        db.run(self.name, deadline, query.execute()).await
+        db.run(self.name, deadline, self.abandon, query.execute())
+            .await
     }
+}
+
+fn not_answering() -> DbError {
+    DbError::Unavailable("clickhouse is not answering health checks".into())
 }
 
 /// Makes ClickHouse stop the query at the deadline too, so an abandoned query frees the server.

@@ -382,6 +382,16 @@ impl Mcp {
         result
     }
 
+    /// `tools/call` as it comes back, whatever the status: for tests of outages and overload.
+    pub async fn call_raw(&mut self, tool: &str, arguments: Value) -> Reply {
+        self.post(
+            "tools/call",
+            Some(tool),
+            json!({"name": tool, "arguments": arguments}),
+        )
+        .await
+    }
+
     /// `tools/call` that must succeed; returns `structuredContent`.
     pub async fn ok(&mut self, tool: &str, arguments: Value) -> Value {
         let result = self.call(tool, arguments.clone()).await;

@@ -7,6 +7,7 @@
 mod common;
 
 mod crash;
+mod engine_loss;
 mod fuzz;
 mod hostile_files;
 mod http;
