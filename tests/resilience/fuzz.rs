@@ -179,7 +179,10 @@ fn plausible(rng: &mut Rng, field: &str, known: &Known) -> Value {
                     let at = rng.below(chosen.len() + 1);
                     cut(&mut chosen, at);
                 }
-                1 => chosen.push_str(*rng.pick(&["0", ":", "x", "é"])),
+                1 => {
+                    let tail: &&str = rng.pick(&["0", ":", "x", "é"]);
+                    chosen.push_str(tail);
+                }
                 2 if !chosen.is_empty() => {
                     let at = rng.below(chosen.len());
                     if chosen.is_char_boundary(at) && chosen.is_char_boundary(at + 1) {
@@ -360,7 +363,7 @@ enum Outcome {
 
 fn judge(case: &Case, status: u16, content_type: &str, body: &str) -> Result<Outcome, String> {
     if status >= 500 {
-        return Err(format!("status {status}: {}", clip(&body, 300)));
+        return Err(format!("status {status}: {}", clip(body, 300)));
     }
     if !case.well_formed {
         return Ok(Outcome::Status(status));
@@ -370,7 +373,7 @@ fn judge(case: &Case, status: u16, content_type: &str, body: &str) -> Result<Out
     if status != 200 && status != 400 {
         return Err(format!(
             "a well-formed call got {status}: {}",
-            clip(&body, 300)
+            clip(body, 300)
         ));
     }
     let text = if content_type.starts_with("text/event-stream") {
@@ -429,16 +432,22 @@ impl Served {
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
             .unwrap();
+        // Killed on drop, should the server never say where it serves.
+        let mut served = Self {
+            child,
+            url: String::new(),
+            log,
+        };
         let started = Instant::now();
         loop {
-            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            let text = std::fs::read_to_string(&served.log).unwrap_or_default();
             if let Some(at) = text.find("is serving MCP at ") {
-                let url = text[at + 18..]
+                served.url = text[at + 18..]
                     .split_whitespace()
                     .next()
                     .unwrap()
                     .to_owned();
-                return Self { child, url, log };
+                return served;
             }
             assert!(started.elapsed() < Duration::from_secs(60), "{text}");
             tokio::time::sleep(Duration::from_millis(100)).await;
@@ -634,10 +643,10 @@ async fn hostile_calls_get_spec_errors_and_nothing_breaks() {
                     Ok(Outcome::Result) => *tally.entry("result".into()).or_default() += 1,
                     Ok(Outcome::ToolError(code)) => *tally.entry(code).or_default() += 1,
                     Ok(Outcome::RpcError(code)) => {
-                        *tally.entry(format!("jsonrpc {code}")).or_default() += 1
+                        *tally.entry(format!("jsonrpc {code}")).or_default() += 1;
                     }
                     Ok(Outcome::Status(status)) => {
-                        *tally.entry(format!("http {status}")).or_default() += 1
+                        *tally.entry(format!("http {status}")).or_default() += 1;
                     }
                     Err(failure) => failures.push(failure),
                 }
@@ -683,8 +692,6 @@ async fn hostile_calls_get_spec_errors_and_nothing_breaks() {
     // Flat: what the warm-up grew to, give or take allocator slack, not growing with the count.
     assert!(
         rss_at_end <= rss_after_warm_up + rss_after_warm_up / 2 + 32 * 1024,
-        "server RSS grew from {} KiB to {} KiB",
-        rss_after_warm_up,
-        rss_at_end
+        "server RSS grew from {rss_after_warm_up} KiB to {rss_at_end} KiB"
     );
 }
