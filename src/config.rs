@@ -221,6 +221,8 @@ pub struct ClickHouseConfig {
     pub connect_timeout_ms: u64,
     pub query_timeout_ms: u64,
     pub max_concurrent_queries: usize,
+    /// Tool calls that may wait for a running one to end; one more is answered busy at once.
+    pub max_waiting_calls: usize,
     pub queue_timeout_ms: u64,
     pub compression: Compression,
     pub startup_wait_secs: u64,
@@ -237,6 +239,7 @@ impl Default for ClickHouseConfig {
             connect_timeout_ms: 2000,
             query_timeout_ms: 30_000,
             max_concurrent_queries: 8,
+            max_waiting_calls: 0,
             queue_timeout_ms: 1000,
             compression: Compression::Lz4,
             startup_wait_secs: 30,
@@ -720,6 +723,11 @@ impl ClickHouseConfig {
             "clickhouse.max_concurrent_queries",
             self.max_concurrent_queries,
             1..=1024,
+        )?;
+        within(
+            "clickhouse.max_waiting_calls",
+            self.max_waiting_calls,
+            0..=1024,
         )
     }
 }

@@ -89,7 +89,7 @@ fn server_code(message: &str) -> Option<u32> {
 }
 
 tokio::task_local! {
-    /// When the current tool call stops waiting for query slots (see [`Db::with_one_queue_wait`]).
+    /// When the current tool call stops waiting for query slots (see [`Db::admit_call`]).
     static QUEUE_DEADLINE: Instant;
 }
 
@@ -125,9 +125,47 @@ pub struct Db {
     slots: Pool<Slots>,
     query_timeout: Duration,
     metrics: Metrics,
+    /// Admission of tool calls (see [`Db::admit_call`]).
+    calls: Arc<Admission>,
     /// Whether ClickHouse answers, as [`Db::watch_health`] last saw it (always, where nothing
     /// watches): while it does not, reads fail at once instead of waiting out their deadline.
     answering: Arc<tokio::sync::watch::Sender<bool>>,
+}
+
+/// Tool calls running, and waiting to run.
+struct Admission {
+    running: tokio::sync::Semaphore,
+    waiting: std::sync::atomic::AtomicUsize,
+    max_waiting: usize,
+}
+
+impl Admission {
+    fn new(slots: usize, max_waiting: usize) -> Self {
+        Self {
+            running: tokio::sync::Semaphore::new(slots),
+            waiting: std::sync::atomic::AtomicUsize::new(0),
+            max_waiting,
+        }
+    }
+
+    /// A place in the queue, or `None` when it is full; given back when dropped (also when
+    /// the call is abandoned while it waits).
+    fn queue(&self) -> Option<Waiting<'_>> {
+        use std::sync::atomic::Ordering::SeqCst;
+        let claimed = self
+            .waiting
+            .fetch_update(SeqCst, SeqCst, |n| (n < self.max_waiting).then(|| n + 1));
+        // Built only when claimed: its drop gives the place back.
+        claimed.is_ok().then(|| Waiting(&self.waiting))
+    }
+}
+
+struct Waiting<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 /// Whether a statement may be abandoned when ClickHouse stops answering: reads may; writes
@@ -153,6 +191,10 @@ impl Db {
             slots,
             query_timeout: Duration::from_millis(config.query_timeout_ms),
             metrics,
+            calls: Arc::new(Admission::new(
+                config.max_concurrent_queries,
+                config.max_waiting_calls,
+            )),
             answering: Arc::new(tokio::sync::watch::Sender::new(true)),
         }
     }
@@ -171,12 +213,33 @@ impl Db {
         self.metrics.set_pool(self.slots.status());
     }
 
-    /// Runs `work` (one tool call) so that its queries together wait at most the queue timeout
-    /// for slots, counted from now: a call that cannot get its slots answers busy within the
-    /// queue timeout, however many statements it runs.
-    pub async fn with_one_queue_wait<F: std::future::Future>(&self, work: F) -> F::Output {
+    /// Runs `work` (one tool call) as an admitted call. At most as many calls run at once as
+    /// there are query slots, and at most `max_waiting_calls` more wait (within the queue
+    /// timeout) for one of them to end; a call beyond that is answered busy at once. Under overload the excess
+    /// is refused rather than everyone slowed down: admitted calls stay about as fast as on an
+    /// idle server. The call's queries together then wait at most what is left of the queue
+    /// timeout for slots, however many statements it runs.
+    pub async fn admit_call<T, E, F>(&self, work: F) -> Result<T, E>
+    where
+        F: std::future::Future<Output = Result<T, E>>,
+        E: From<DbError>,
+    {
+        let started = Instant::now();
         let wait = self.slots.timeouts().wait.unwrap_or_default();
-        QUEUE_DEADLINE.scope(Instant::now() + wait, work).await
+        let _running = match self.calls.running.try_acquire() {
+            Ok(permit) => permit,
+            Err(_) => {
+                let Some(_waiting) = self.calls.queue() else {
+                    return Err(DbError::Busy.into());
+                };
+                match tokio::time::timeout(wait, self.calls.running.acquire()).await {
+                    Ok(Ok(permit)) => permit,
+                    _ => return Err(DbError::Busy.into()),
+                }
+            }
+        };
+        let left = wait.saturating_sub(started.elapsed());
+        QUEUE_DEADLINE.scope(Instant::now() + left, work).await
     }
 
     /// Starts a read-only query named `name` (its label in metrics).

@@ -182,7 +182,7 @@ impl Call<'_> {
         let work = self
             .ctx
             .db
-            .with_one_queue_wait(T::run(self.ctx, &visible, args, deadline));
+            .admit_call(T::run(self.ctx, &visible, args, deadline));
         let outcome = tokio::time::timeout_at(deadline.into(), work)
             .await
             .unwrap_or(Err(ToolError::Deadline));

@@ -499,8 +499,9 @@ async fn a_call_waits_for_query_slots_once() {
             .await
     });
     tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut waited = Duration::ZERO;
     let outcome = db
-        .with_one_queue_wait(async {
+        .admit_call(async {
             // The call's queue wait is spent (here by sleeping; in a tool, by earlier waits).
             tokio::time::sleep(Duration::from_millis(1100)).await;
             let asked = Instant::now();
@@ -508,14 +509,14 @@ async fn a_call_waits_for_query_slots_once() {
                 .read("test_second", "SELECT 1")
                 .fetch_all::<u8>(&db, Instant::now() + Duration::from_secs(10))
                 .await;
-            (result, asked.elapsed())
+            waited = asked.elapsed();
+            result
         })
         .await;
-    assert!(matches!(outcome.0, Err(DbError::Busy)), "{:?}", outcome.0);
+    assert!(matches!(outcome, Err(DbError::Busy)), "{outcome:?}");
     assert!(
-        outcome.1 < Duration::from_millis(500),
-        "a spent call waited again: {:?}",
-        outcome.1
+        waited < Duration::from_millis(500),
+        "a spent call waited again: {waited:?}"
     );
     hold.await.unwrap().unwrap();
 }

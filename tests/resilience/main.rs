@@ -11,5 +11,6 @@ mod engine_loss;
 mod fuzz;
 mod hostile_files;
 mod http;
+mod overload;
 mod own_engine;
 mod start_stop;
