@@ -83,6 +83,15 @@ fn is_code(value: &str) -> bool {
     false
 }
 
+/// Where a credential may begin: at a word boundary, or right after a JSON escape — logs are
+/// redacted as raw JSON lines, where a key on a line of its own follows `\n`, and the `n`
+/// would otherwise hide the boundary.
+macro_rules! token_start {
+    () => {
+        r"(?:\\[nrtbf]|\\u[0-9A-Fa-f]{4}|\b)"
+    };
+}
+
 /// Built-in rules: widely used key formats with distinctive shapes, plus bearer headers,
 /// private-key blocks, URL passwords and `password=`-style assignments. Each lists literals
 /// (matched case-insensitively) of which every match contains one: a rule only runs on lines
@@ -96,43 +105,53 @@ const BUILTIN: &[(&str, &str, usize, &[&str])] = &[
     ),
     (
         "aws_access_key",
-        r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
-        0,
+        concat!(token_start!(), r"((?:AKIA|ASIA)[0-9A-Z]{16})\b"),
+        1,
         &["akia", "asia"],
     ),
     (
         "github_token",
-        r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})\b",
-        0,
+        concat!(
+            token_start!(),
+            r"(gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})\b"
+        ),
+        1,
         &["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"],
     ),
     (
         "api_key",
-        r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_\-]{20,}",
-        0,
+        concat!(token_start!(), r"(sk-(?:ant-|proj-)?[A-Za-z0-9_\-]{20,})"),
+        1,
         &["sk-"],
     ),
     (
         "slack_token",
-        r"\bxox[abposr]-[A-Za-z0-9\-]{10,}",
-        0,
+        concat!(token_start!(), r"(xox[abposr]-[A-Za-z0-9\-]{10,})"),
+        1,
         &["xox"],
     ),
     (
         "google_api_key",
-        r"\bAIza[0-9A-Za-z_\-]{35}\b",
-        0,
+        concat!(token_start!(), r"(AIza[0-9A-Za-z_\-]{35})\b"),
+        1,
         &["aiza"],
     ),
     (
         "jwt",
-        r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
-        0,
+        concat!(
+            token_start!(),
+            r"(eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,})"
+        ),
+        1,
         &["eyj"],
     ),
     (
         "bearer_token",
-        r"(?i)\bbearer\s+([A-Za-z0-9\-._~+/]{16,}=*)",
+        concat!(
+            r"(?i)",
+            token_start!(),
+            r"bearer\s+([A-Za-z0-9\-._~+/]{16,}=*)"
+        ),
         1,
         &["bearer"],
     ),
@@ -308,6 +327,11 @@ mod tests {
                 "password = [REDACTED:password]",
             ),
             ("id corp-deadbeef", "id [REDACTED:custom]"),
+            // In a raw JSON line, a key on a line of its own follows an escape.
+            (
+                r#"{"out":"dump:\nAKIAFAKEFAKEFAKE1234\tghp_ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef0123\n"}"#,
+                r#"{"out":"dump:\n[REDACTED:aws_access_key]\t[REDACTED:github_token]\n"}"#,
+            ),
         ];
         for (input, expected) in cases {
             assert_eq!(r.redact(input).0, expected, "{input}");

@@ -13,4 +13,5 @@ mod hostile_files;
 mod http;
 mod overload;
 mod own_engine;
+mod secrets;
 mod start_stop;
