@@ -26,6 +26,7 @@ pub mod db;
 pub mod demo;
 pub mod embedded;
 pub mod forget;
+pub mod fuzzing;
 pub mod ids;
 pub mod ingest;
 pub(crate) mod mcp;

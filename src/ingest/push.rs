@@ -653,6 +653,48 @@ fn describe_all(source: &str, appends: &[Append<'_>]) -> Vec<Result<LogFile, App
 }
 
 /// The log a client names, as `source` sends it; `head` is its start, as far as known.
+/// Parses whole logs as if each were newly pushed, without a store: the rows a push of it
+/// would write. What the fuzz targets drive.
+pub struct LogParser {
+    settings: ReadSettings,
+    redactor: Redactor,
+    self_tools: SelfTools,
+}
+
+impl LogParser {
+    pub fn new(config: &Config) -> Result<Self, regex::Error> {
+        Ok(Self {
+            settings: ReadSettings {
+                batch_events: usize::MAX,
+                archive: false,
+                ..read_settings(config)
+            },
+            redactor: Redactor::new(&config.ingest.redaction)?,
+            self_tools: SelfTools::new(&config.tools.self_server_names),
+        })
+    }
+
+    /// The rows of `bytes` read as the whole log `path` of `harness`.
+    pub fn parse(&self, harness: Harness, path: &str, bytes: &[u8]) -> Result<Batch, AppendError> {
+        let log = LogName {
+            harness,
+            path: path.to_owned(),
+        };
+        let file = describe("parser", &log, &bytes[..bytes.len().min(files::HEAD_BYTES)])?;
+        let resume = Resume::from_scratch(&file, false, None);
+        let plan = Plan::fresh(resume, bytes.to_vec());
+        parse_one(
+            self.settings.clone(),
+            &self.redactor,
+            &self.self_tools,
+            file,
+            &Stored::default(),
+            plan,
+        )
+        .map(|(batch, _)| batch)
+    }
+}
+
 fn describe(source: &str, log: &LogName, head: &[u8]) -> Result<LogFile, AppendError> {
     if log.path.is_empty() || log.path.len() > MAX_PATH_BYTES || log.path.contains('\0') {
         return Err(AppendError::Invalid(format!(

@@ -2,6 +2,8 @@
 //! pagination through a signed cursor bound to the window, filters and sort.
 
 mod cursor;
+
+pub(crate) use cursor::check_untrusted as check_untrusted_cursor;
 mod render;
 mod sql;
 pub(crate) mod wire;
