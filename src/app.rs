@@ -95,15 +95,23 @@ pub async fn connect(config: &Config) -> anyhow::Result<Db> {
     Ok(db)
 }
 
-/// Serves MCP over HTTP on `server.listen` until a stop signal or `shutdown`, announcing the
-/// endpoint once it accepts requests.
+/// Cancels `shutdown` on SIGTERM or SIGINT. Commands that serve call it first, before they
+/// start anything, so that a stop signal at any moment of start-up or service ends them
+/// gracefully (exit 0), never by the signal's default action.
+pub fn stop_on_signal(shutdown: &CancellationToken) -> anyhow::Result<()> {
+    server::cancel_on_signal(shutdown.clone()).context("cannot install signal handlers")
+}
+
+/// Serves MCP over HTTP on `server.listen` until `shutdown` (see [`stop_on_signal`]),
+/// announcing the endpoint once it accepts requests.
 pub async fn run(config: Arc<Config>, db: Db, shutdown: CancellationToken) -> anyhow::Result<()> {
     let addr = config.server.listen;
     let listener = TcpListener::bind(addr)
         .await
         .with_context(|| format!("cannot listen on {addr}"))?;
-    // Before the announcement: a stop signal from then on always stops the server gracefully.
-    server::cancel_on_signal(shutdown.clone()).context("cannot install signal handlers")?;
+    if shutdown.is_cancelled() {
+        return Ok(());
+    }
     let running = spawn(config.clone(), db, listener, shutdown)?;
     let bound = running.addr();
     tracing::info!(address = %bound, path = %config.server.mcp_path, "serving MCP over HTTP");

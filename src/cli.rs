@@ -419,11 +419,17 @@ async fn healthcheck(config: &Config, url: Option<String>) -> anyhow::Result<Exi
 }
 
 async fn serve(config: Arc<Config>, stdio: bool, require_clickhouse: bool) -> anyhow::Result<()> {
+    let shutdown = CancellationToken::new();
+    if !stdio {
+        app::stop_on_signal(&shutdown)?;
+    }
     let db = Db::new(&config.clickhouse, Metrics::new(&config.sla));
-    match db
-        .wait_until_ready(Duration::from_secs(config.clickhouse.startup_wait_secs))
-        .await
-    {
+    let wait = Duration::from_secs(config.clickhouse.startup_wait_secs);
+    let ready = tokio::select! {
+        ready = db.wait_until_ready(wait) => ready,
+        () = shutdown.cancelled() => return Ok(()),
+    };
+    match ready {
         Ok(()) => tracing::info!(url = %config.clickhouse.url, "clickhouse is reachable"),
         Err(e) if require_clickhouse => bail!(
             "clickhouse at {} is unreachable: {e}",
@@ -436,6 +442,6 @@ async fn serve(config: Arc<Config>, stdio: bool, require_clickhouse: bool) -> an
     if stdio {
         app::serve_stdio(config, db).await
     } else {
-        app::run(config, db, CancellationToken::new()).await
+        app::run(config, db, shutdown).await
     }
 }

@@ -21,6 +21,8 @@ pub(crate) use running::Running;
 
 /// Embedded engine, migrations, local logs (or the demo), then the server.
 pub(crate) async fn run(config: Config, no_ingest: bool) -> anyhow::Result<ExitCode> {
+    let shutdown = CancellationToken::new();
+    app::stop_on_signal(&shutdown)?;
     let data_dir = config.embedded.data_dir_path();
     if let Some(other) = Running::find(&data_dir) {
         anyhow::bail!(
@@ -42,6 +44,9 @@ pub(crate) async fn run(config: Config, no_ingest: bool) -> anyhow::Result<ExitC
         data_dir.join("engine.log"),
         config.embedded.port,
     );
+    if shutdown.is_cancelled() {
+        return Ok(ExitCode::SUCCESS);
+    }
     let engine =
         tokio::task::spawn_blocking(move || Engine::start(&environment, &db_dir, port, &log_path))
             .await??;
@@ -56,7 +61,7 @@ pub(crate) async fn run(config: Config, no_ingest: bool) -> anyhow::Result<ExitC
     if let Err(error) = Running::record(&data_dir, &url) {
         tracing::warn!(%error, "cannot record this `up` in its data directory; commands run beside it need --clickhouse-url");
     }
-    let result = serve(config, &url, &data_dir, no_ingest).await;
+    let result = serve(config, &url, &data_dir, no_ingest, shutdown).await;
     Running::clear(&data_dir);
     stop.cancel();
     supervisor.await?;
@@ -106,7 +111,13 @@ async fn supervise(mut engine: Engine, stop: CancellationToken) {
 }
 
 /// Migrates, ingests and serves against the engine at `url` until stopped.
-async fn serve(config: Config, url: &str, data_dir: &Path, no_ingest: bool) -> anyhow::Result<()> {
+async fn serve(
+    config: Config,
+    url: &str,
+    data_dir: &Path,
+    no_ingest: bool,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
     let mut settings = config.settings();
     settings.clickhouse.url = url.to_owned();
     // Loopback: compressing costs more CPU than it saves.
@@ -114,9 +125,12 @@ async fn serve(config: Config, url: &str, data_dir: &Path, no_ingest: bool) -> a
     let config = Arc::new(settings.validate()?);
     let db = app::connect(&config).await?;
     migrate::migrate(&config.clickhouse, &db).await?;
-    let shutdown = CancellationToken::new();
     if !no_ingest {
-        ingest_local(&config, &db, data_dir, true).await?;
+        // Stopped part way, ingest leaves nothing half written: the next run completes it.
+        tokio::select! {
+            ingested = ingest_local(&config, &db, data_dir, true) => ingested?,
+            () = shutdown.cancelled() => return Ok(()),
+        }
         let interval = config.ingest.interval_secs;
         if interval > 0 {
             tokio::spawn(keep_ingesting(

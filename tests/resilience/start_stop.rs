@@ -100,3 +100,48 @@ async fn a_second_up_says_what_is_wrong_and_commands_beside_up_find_its_engine()
     // Its log went to a file: no terminal colour codes in it.
     assert!(!up.log().contains('\u{1b}'), "{}", up.log());
 }
+
+/// SIGTERM at any moment of `serve`'s start — waiting for ClickHouse, binding, serving — ends
+/// it with exit 0, never by the signal's default action.
+#[tokio::test]
+async fn serve_stopped_at_any_moment_exits_cleanly() {
+    let (config, _db) = crate::common::fresh_db().await;
+    let unreachable = format!("http://127.0.0.1:{}", free_port());
+    let mut cases: Vec<(&str, u64)> = [30, 80, 150, 300, 600, 1200, 2500]
+        .into_iter()
+        .map(|delay| (config.clickhouse.url.as_str(), delay))
+        .collect();
+    // Still waiting for a ClickHouse that is not there.
+    cases.push((unreachable.as_str(), 700));
+    for (url, delay) in cases {
+        let mut child = Command::new(BIN)
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .env("MORAINE_MCP_CLICKHOUSE__URL", url)
+            .env(
+                "MORAINE_MCP_CLICKHOUSE__DATABASE",
+                &config.clickhouse.database,
+            )
+            .env("MORAINE_MCP_CLICKHOUSE__STARTUP_WAIT_SECS", "60")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(delay)).await;
+        kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).unwrap();
+        let started = std::time::Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(15),
+                "SIGTERM after {delay} ms did not stop serve"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        assert!(
+            status.success(),
+            "SIGTERM after {delay} ms ({url}): {status}"
+        );
+    }
+}
