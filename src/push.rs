@@ -22,7 +22,8 @@ use crate::config::Config;
 use crate::ingest::files::{self, LogFile};
 use crate::ingest::push::batch::{Outcome, Refusal};
 use crate::ingest::push::{Append, Appended, LogName, LogStatus};
-use crate::ingest::reader::{DiskLog, LogBytes};
+use crate::ingest::reader::{DiskLog, FINGERPRINT_BYTES, LogBytes};
+use crate::ingest::redact::Redactor;
 use crate::vocab::Harness;
 pub use client::Client;
 use client::Failure;
@@ -477,8 +478,41 @@ fn still_starts_with_what_was_sent(local: &DiskLog, status: &LogStatus) -> std::
     if status.received > local.size() {
         return Ok(false);
     }
-    let (local_head, local_tail) = local.fingerprint(status.received)?;
+    let (local_head, local_tail) = masked_fingerprint(local, status.received)?;
     Ok(format!("{local_head:016x}") == *head && format!("{local_tail:016x}") == *tail)
+}
+
+/// The file's fingerprint at `at` as the server computes it: XXH3 of the first and of the
+/// last (up to) 4 KiB before `at`, over the bytes with credentials masked, as its archive
+/// holds them.
+fn masked_fingerprint(local: &DiskLog, at: u64) -> std::io::Result<(u64, u64)> {
+    let take = at.min(FINGERPRINT_BYTES);
+    let head = masked_range(local, 0, take, at)?;
+    let tail = masked_range(local, at - take, at, at)?;
+    Ok((
+        xxhash_rust::xxh3::xxh3_64(&head),
+        xxhash_rust::xxh3::xxh3_64(&tail),
+    ))
+}
+
+/// The bytes `[from, to)` of `local` (which ends at `end`) masked as the archive masks them:
+/// line by line, so the whole lines around the range are read (up to 1 MiB beyond it).
+fn masked_range(local: &DiskLog, from: u64, to: u64, end: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    static MASKER: std::sync::LazyLock<Redactor> = std::sync::LazyLock::new(Redactor::builtin);
+    const REACH: u64 = 1 << 20;
+    let start = from.saturating_sub(REACH);
+    let stop = to.saturating_add(REACH).min(end);
+    let mut bytes = vec![0; (stop - start) as usize];
+    local.from(start)?.read_exact(&mut bytes)?;
+    let (from_at, to_at) = ((from - start) as usize, (to - start) as usize);
+    let line_start = memchr::memrchr(b'\n', &bytes[..from_at]).map_or(0, |i| i + 1);
+    let line_end = match to_at {
+        0 => 0,
+        _ => memchr::memchr(b'\n', &bytes[to_at - 1..]).map_or(bytes.len(), |i| to_at + i),
+    };
+    let (masked, _) = MASKER.mask(&bytes[line_start..line_end]);
+    Ok(masked[from_at - line_start..to_at - line_start].to_vec())
 }
 
 /// Up to `max` bytes of the file from `offset`, cut after the last newline when there is one

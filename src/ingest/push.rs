@@ -17,8 +17,8 @@ use serde::{Deserialize, Serialize};
 use super::draft::SelfTools;
 use super::files::{self, LogFile, Origin};
 use super::reader::{
-    Batch, Counters, FINGERPRINT_BYTES, ReadError, ReadSettings, Reader, ReceivedLog, Resume,
-    Retraction, Stored,
+    Batch, Counters, FINGERPRINT_BYTES, LogBytes as _, ReadError, ReadSettings, Reader,
+    ReceivedLog, Resume, Retraction, Stored,
 };
 use super::redact::Redactor;
 use super::{IngestError, read_settings, writer};
@@ -102,6 +102,8 @@ pub struct PushIngest {
     db: Db,
     config: Arc<Config>,
     redactor: Arc<Redactor>,
+    /// Masks credentials in the archive (built-in rules only, as `push` clients do).
+    masker: Redactor,
     self_tools: Arc<SelfTools>,
     /// One append at a time per log.
     locks: Mutex<HashMap<u64, Weak<tokio::sync::Mutex<()>>>>,
@@ -137,6 +139,7 @@ impl PushIngest {
     pub fn new(db: Db, config: Arc<Config>) -> Result<Self, IngestError> {
         Ok(Self {
             redactor: Arc::new(Redactor::new(&config.ingest.redaction)?),
+            masker: Redactor::builtin(),
             self_tools: Arc::new(SelfTools::new(&config.tools.self_server_names)),
             db,
             config,
@@ -335,6 +338,9 @@ impl PushIngest {
     ) -> Result<Option<Plan>, AppendError> {
         let checkpoint = stored.checkpoint.as_ref();
         let (received, generation) = checkpoint.map_or((0, 0), |c| (c.received, c.generation));
+        // The archive holds the bytes with credentials masked: what is compared with it, and
+        // what is added to it, is masked the same way.
+        let masked = self.masker.mask(append.bytes).0;
         if append.replace {
             if append.offset != 0 {
                 return Err(AppendError::Invalid(
@@ -343,7 +349,11 @@ impl PushIngest {
             }
             let had_rows = stored.max_line.is_some() || checkpoint.is_some();
             let resume = Resume::from_scratch(file, had_rows, checkpoint);
-            return Ok(Some(Plan::fresh(resume, append.bytes.to_vec())));
+            return Ok(Some(Plan::fresh(
+                resume,
+                append.bytes.to_vec(),
+                masked.into_owned(),
+            )));
         }
         if append.offset > received {
             return Err(AppendError::OffsetMismatch {
@@ -362,20 +372,20 @@ impl PushIngest {
                     append.offset + overlap as u64,
                 )
                 .await?;
-            if stored_bytes != append.bytes[..overlap] {
+            if stored_bytes != masked[..overlap] {
                 return Err(AppendError::ContentMismatch {
                     received,
                     generation,
                 });
             }
         }
-        let new = &append.bytes[overlap..];
+        let (new, masked_new) = (&append.bytes[overlap..], &masked[overlap..]);
         if new.is_empty() {
             return Ok(None);
         }
         let Some(checkpoint) = checkpoint else {
             let resume = Resume::from_scratch(file, stored.max_line.is_some(), None);
-            return Ok(Some(Plan::fresh(resume, new.to_vec())));
+            return Ok(Some(Plan::fresh(resume, new.to_vec(), masked_new.to_vec())));
         };
         let resumed = Resume::from_checkpoint(file, stored)
             .filter(|_| checkpoint.session_key == file.session_key);
@@ -384,7 +394,7 @@ impl PushIngest {
                 // Only a line still being written lies between the checkpoint and `received`.
                 if received - resume.offset > self.config.ingest.max_line_bytes as u64 {
                     return Ok(Some(
-                        self.past_long_line(checkpoint, resume, received, new)
+                        self.past_long_line(checkpoint, resume, received, new, masked_new)
                             .await?,
                     ));
                 }
@@ -403,19 +413,20 @@ impl PushIngest {
                 resume
             }
         };
-        let (head, before, mut bytes) = self
+        let (head, before, tail) = self
             .around(file.file_key, generation, resume.offset, received)
             .await?;
-        bytes.extend_from_slice(new);
+        let log = |new: &[u8]| ReceivedLog {
+            base: resume.offset,
+            bytes: [&tail[..], new].concat(),
+            head: head.clone(),
+            before: before.clone(),
+        };
         Ok(Some(Plan {
-            log: ReceivedLog {
-                base: resume.offset,
-                bytes,
-                head,
-                before,
-            },
+            log: log(new),
+            view: log(masked_new),
             resume,
-            chunk: Some((received, new.to_vec())),
+            chunk: Some((received, masked_new.to_vec())),
             skipped_lines: 0,
         }))
     }
@@ -428,32 +439,38 @@ impl PushIngest {
         mut resume: Resume,
         received: u64,
         new: &[u8],
+        masked_new: &[u8],
     ) -> Result<Plan, AppendError> {
         let generation = checkpoint.generation;
-        let (base, bytes, skipped) = match memchr::memchr(b'\n', new) {
-            Some(at) => (received + at as u64 + 1, new[at + 1..].to_vec(), 1),
-            None => (received + new.len() as u64, Vec::new(), 0),
+        let (base, skipped) = match memchr::memchr(b'\n', new) {
+            Some(at) => (received + at as u64 + 1, 1),
+            None => (received + new.len() as u64, 0),
         };
+        let cut = (base - received) as usize;
         if skipped == 1 {
             tracing::warn!(path = %checkpoint.path, "skipping a pushed line longer than ingest.max_line_bytes");
             resume.offset = base;
             resume.line_no += 1;
         }
-        let (head, mut before, _) = self
+        let (head, before, _) = self
             .around(checkpoint.file_key, generation, received, received)
             .await?;
-        before.extend_from_slice(&new[..(base - received) as usize]);
-        let keep = before.len().saturating_sub(FINGERPRINT_BYTES as usize);
-        before.drain(..keep);
-        Ok(Plan {
-            log: ReceivedLog {
+        let log = |new: &[u8]| {
+            let mut before = [&before[..], &new[..cut]].concat();
+            let keep = before.len().saturating_sub(FINGERPRINT_BYTES as usize);
+            before.drain(..keep);
+            ReceivedLog {
                 base,
-                bytes,
-                head,
+                bytes: new[cut..].to_vec(),
+                head: head.clone(),
                 before,
-            },
+            }
+        };
+        Ok(Plan {
+            log: log(new),
+            view: log(masked_new),
             resume,
-            chunk: Some((received, new.to_vec())),
+            chunk: Some((received, masked_new.to_vec())),
             skipped_lines: skipped,
         })
     }
@@ -576,6 +593,13 @@ fn parse_one(
     for part in batches {
         merge(&mut batch, part);
     }
+    // Clients compare these with their own files masked the same way: they are the archive's.
+    for checkpoint in &mut batch.checkpoints {
+        (checkpoint.head_hash, checkpoint.tail_hash) =
+            plan.view
+                .fingerprint(checkpoint.received)
+                .map_err(|e| AppendError::Internal(e.to_string()))?;
+    }
     if let Some((offset, data)) = plan.chunk {
         counters.bytes = data.len() as u64;
         batch.chunks.push(RawChunkRow {
@@ -591,26 +615,31 @@ fn parse_one(
 
 /// What one append parses.
 struct Plan {
+    /// What is parsed: the new bytes as received (credentials are redacted as they are read).
     log: ReceivedLog,
+    /// The same bytes masked as the archive holds them, for the fingerprints clients compare.
+    view: ReceivedLog,
     resume: Resume,
-    /// The new bytes to archive, and their offset.
+    /// The new bytes to archive, masked, and their offset.
     chunk: Option<(u64, Vec<u8>)>,
     /// Lines skipped before parsing (too long to read back).
     skipped_lines: u64,
 }
 
 impl Plan {
-    /// Parsing from the start of `bytes`, which are all new.
-    fn fresh(resume: Resume, bytes: Vec<u8>) -> Self {
+    /// Parsing from the start of `bytes`, which are all new (`masked`, as archived).
+    fn fresh(resume: Resume, bytes: Vec<u8>, masked: Vec<u8>) -> Self {
+        let received = |bytes| ReceivedLog {
+            base: 0,
+            bytes,
+            head: Vec::new(),
+            before: Vec::new(),
+        };
         Self {
-            log: ReceivedLog {
-                base: 0,
-                bytes: bytes.clone(),
-                head: Vec::new(),
-                before: Vec::new(),
-            },
+            log: received(bytes),
+            view: received(masked.clone()),
             resume,
-            chunk: Some((0, bytes)),
+            chunk: Some((0, masked)),
             skipped_lines: 0,
         }
     }
@@ -658,6 +687,7 @@ fn describe_all(source: &str, appends: &[Append<'_>]) -> Vec<Result<LogFile, App
 pub struct LogParser {
     settings: ReadSettings,
     redactor: Redactor,
+    masker: Redactor,
     self_tools: SelfTools,
 }
 
@@ -670,6 +700,7 @@ impl LogParser {
                 ..read_settings(config)
             },
             redactor: Redactor::new(&config.ingest.redaction)?,
+            masker: Redactor::builtin(),
             self_tools: SelfTools::new(&config.tools.self_server_names),
         })
     }
@@ -682,7 +713,8 @@ impl LogParser {
         };
         let file = describe("parser", &log, &bytes[..bytes.len().min(files::HEAD_BYTES)])?;
         let resume = Resume::from_scratch(&file, false, None);
-        let plan = Plan::fresh(resume, bytes.to_vec());
+        let masked = self.masker.mask(bytes).0.into_owned();
+        let plan = Plan::fresh(resume, bytes.to_vec(), masked);
         parse_one(
             self.settings.clone(),
             &self.redactor,

@@ -666,11 +666,17 @@ impl<'a> Reader<'a> {
             ));
         }
         if !cursor.archive.is_empty() {
+            // Archived with credentials masked (same length, so offsets hold).
+            let archive = std::mem::take(&mut cursor.archive);
+            let data = match self.redactor.mask(&archive).0 {
+                std::borrow::Cow::Owned(masked) => masked,
+                std::borrow::Cow::Borrowed(_) => archive,
+            };
             self.batch.chunks.push(RawChunkRow {
                 file_key: file.file_key,
                 generation: cursor.generation,
                 offset: cursor.archived_from,
-                data: std::mem::take(&mut cursor.archive),
+                data,
                 received_at: 0,
             });
         }

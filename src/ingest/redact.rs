@@ -181,6 +181,15 @@ const BUILTIN: &[(&str, &str, usize, &[&str])] = &[
     ),
 ];
 
+/// What a credential is replaced with.
+#[derive(Debug, Clone, Copy)]
+enum Replacement {
+    /// `[REDACTED:kind]`, in what is indexed and shown.
+    Label,
+    /// As many `*` as it has bytes, in the archive.
+    Stars,
+}
+
 /// Replaces credentials in text and counts what it replaced.
 pub struct Redactor {
     enabled: bool,
@@ -234,8 +243,57 @@ impl Redactor {
         })
     }
 
+    /// Only the built-in rules, always on: what masks the archive, on the server and, to
+    /// compare fingerprints with it, in `push` clients, whatever either's configuration says.
+    pub fn builtin() -> Self {
+        Self::new(&RedactionConfig {
+            enabled: true,
+            extra_patterns: Vec::new(),
+        })
+        .expect("the built-in rules compile")
+    }
+
     /// Returns the redacted line (borrowed when nothing matched) and the number of redactions.
     pub fn redact<'a>(&self, line: &'a str) -> (std::borrow::Cow<'a, str>, usize) {
+        self.replace(line, Replacement::Label)
+    }
+
+    /// Every credential in `bytes` overwritten with `*`, line by line: the same length, so
+    /// offsets into the masked bytes are those of the log. Lines that are not UTF-8 stay.
+    pub fn mask<'a>(&self, bytes: &'a [u8]) -> (std::borrow::Cow<'a, [u8]>, usize) {
+        let mut out: Option<Vec<u8>> = None;
+        let mut count = 0;
+        let mut start = 0;
+        for line in bytes.split_inclusive(|&b| b == b'\n') {
+            let masked = std::str::from_utf8(line)
+                .ok()
+                .map(|text| self.replace(text, Replacement::Stars))
+                .filter(|(_, n)| *n > 0);
+            match masked {
+                Some((text, n)) => {
+                    count += n;
+                    let out = out.get_or_insert_with(|| bytes[..start].to_vec());
+                    out.extend_from_slice(text.as_bytes());
+                }
+                None => {
+                    if let Some(out) = out.as_mut() {
+                        out.extend_from_slice(line);
+                    }
+                }
+            }
+            start += line.len();
+        }
+        match out {
+            Some(out) => (out.into(), count),
+            None => (bytes.into(), 0),
+        }
+    }
+
+    fn replace<'a>(
+        &self,
+        line: &'a str,
+        replacement: Replacement,
+    ) -> (std::borrow::Cow<'a, str>, usize) {
         if !self.enabled {
             return (line.into(), 0);
         }
@@ -266,14 +324,22 @@ impl Redactor {
                 };
                 // Already replaced by an earlier rule (a token inside a URL), or code.
                 if secret.as_str().starts_with("[REDACTED:")
+                    || secret.as_str().bytes().all(|b| b == b'*')
                     || (rule.assignment && is_code(secret.as_str()))
                 {
                     continue;
                 }
                 out.push_str(&text[last..secret.start()]);
-                out.push_str("[REDACTED:");
-                out.push_str(rule.kind);
-                out.push(']');
+                match replacement {
+                    Replacement::Label => {
+                        out.push_str("[REDACTED:");
+                        out.push_str(rule.kind);
+                        out.push(']');
+                    }
+                    Replacement::Stars => {
+                        out.extend(std::iter::repeat_n('*', secret.as_str().len()));
+                    }
+                }
                 last = secret.end();
                 count += 1;
             }
@@ -336,6 +402,21 @@ mod tests {
         for (input, expected) in cases {
             assert_eq!(r.redact(input).0, expected, "{input}");
         }
+    }
+
+    #[test]
+    fn test_masking_keeps_every_offset() {
+        let r = Redactor::builtin();
+        let log = b"{\"a\":\"key AKIAFAKEFAKEFAKE1234\"}\n\xff\xfe AKIAFAKEFAKEFAKE1234\n{\"b\":\"url postgres://u:hunter2secret@h/db\"}";
+        let (masked, count) = r.mask(log);
+        assert_eq!(count, 2);
+        assert_eq!(masked.len(), log.len());
+        let text = String::from_utf8_lossy(&masked);
+        assert!(text.contains("key ********************\""), "{text}");
+        assert!(text.contains("u:*************@h"), "{text}");
+        // A line that is not UTF-8 is kept as it is; masking again changes nothing.
+        assert!(masked.windows(20).any(|w| w == b"AKIAFAKEFAKEFAKE1234"));
+        assert_eq!(r.mask(&masked).1, 0);
     }
 
     #[test]

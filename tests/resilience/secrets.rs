@@ -1,13 +1,20 @@
 //! Secrets: realistic fake credentials of every kind the redactor knows, in prompts, tool
-//! arguments, tool outputs and answers, must be absent from everything the service gives back
-//! (search results and snippets, `open` of sessions, turns and events with their raw records)
-//! and from every string column of every stored table.
+//! arguments, tool outputs and answers, of a log ingested locally and of one pushed, must be
+//! absent from everything the service gives back (search results and snippets, `open` of
+//! sessions, turns and events with their raw records) and from every string column of every
+//! stored table — the archive of both logs included.
 
 use std::io::Write as _;
 
 use serde_json::{Value, json};
 
+use moraine_mcp::config::{Scope, TokenConfig};
+
 use crate::common::{Mcp, TestServer, fresh_db, ingest_paths};
+use crate::own_engine::BIN;
+
+const READER: &str = "secrets-reader-token-0123456789";
+const LAPTOP: &str = "secrets-laptop-token-0123456789";
 
 /// One fake credential of each kind, as it would appear in a line, and the part that must
 /// not survive.
@@ -70,10 +77,9 @@ fn credentials() -> Vec<(&'static str, String, String)> {
 
 /// A Claude Code session with one turn per credential: the prompt, the tool call's arguments,
 /// the tool's output and the answer all carry it.
-fn write_session(dir: &std::path::Path) {
+fn write_session(dir: &std::path::Path, id: &str) {
     let project = dir.join("projects").join("-home-dev-vault");
     std::fs::create_dir_all(&project).unwrap();
-    let id = "5ec2e75a-0000-4000-8000-00000000c0de";
     let mut file = std::fs::File::create(project.join(format!("{id}.jsonl"))).unwrap();
     for (t, (kind, line, _)) in credentials().iter().enumerate() {
         let ts = |k: usize| format!("2026-06-01T10:{:02}:{:02}.000Z", t, k * 10);
@@ -116,15 +122,78 @@ fn assert_clean(what: &str, text: &str) {
 async fn credentials_are_absent_from_answers_and_stored_tables() {
     let dir = std::env::temp_dir().join(format!("moraine-secrets-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    write_session(&dir);
-    let (config, db) = fresh_db().await;
-    let summary = ingest_paths(&config, &db, &dir).await;
+    let (local, laptop) = (dir.join("local"), dir.join("laptop"));
+    write_session(&local, "5ec2e75a-0000-4000-8000-00000000c0de");
+    write_session(&laptop, "5ec2e75a-0000-4000-8000-00000001a970");
+    let (mut config, db) = fresh_db().await;
+    // The local log's bytes are archived too.
+    config.ingest.archive_local = true;
+    let mut pusher = TokenConfig::reader("laptop", LAPTOP);
+    pusher.scopes = vec![Scope::Ingest];
+    pusher.source = Some("laptop".into());
+    config.auth.tokens = vec![TokenConfig::reader("reader", READER), pusher];
+    let summary = ingest_paths(&config, &db, &local).await;
     assert!(
         summary.counters.redactions >= credentials().len() as u64,
         "{summary}"
     );
     let server = TestServer::start(config, db.clone()).await;
-    let mut client = Mcp::legacy(&server.mcp_url, None).await;
+    let push = |laptop: std::path::PathBuf| {
+        let base = server.base.clone();
+        async move {
+            let pushed = tokio::task::spawn_blocking(move || {
+                std::process::Command::new(BIN)
+                    .args([
+                        "push",
+                        "--server",
+                        &base,
+                        "--token",
+                        LAPTOP,
+                        "--no-progress",
+                    ])
+                    .arg(&laptop)
+                    .env("HOME", &laptop)
+                    .output()
+                    .unwrap()
+            })
+            .await
+            .unwrap();
+            assert!(
+                pushed.status.success(),
+                "{}",
+                String::from_utf8_lossy(&pushed.stderr)
+            );
+        }
+    };
+    push(laptop.clone()).await;
+    // Pushed again, and again after it grew by a line ending in a credential: the client's
+    // fingerprints of its file, masked as the archive is, match the server's, so the log is
+    // continued, never sent again as replaced (a new archive generation).
+    push(laptop.clone()).await;
+    let log = std::fs::read_dir(laptop.join("projects").join("-home-dev-vault"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let mut more = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+    writeln!(
+        more,
+        "{}",
+        json!({"type": "user", "sessionId": "5ec2e75a-0000-4000-8000-00000001a970", "timestamp": "2026-06-01T11:00:00.000Z",
+            "message": {"role": "user", "content": format!("canaryword again {}", credentials()[0].1)}})
+    )
+    .unwrap();
+    drop(more);
+    push(laptop.clone()).await;
+    let generations: u32 = db
+        .read("t", "SELECT max(generation) FROM raw_chunks")
+        .fetch_optional(&db, db.default_deadline())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(generations, 0, "a pushed log was sent again as replaced");
+    let mut client = Mcp::legacy(&server.mcp_url, Some(READER)).await;
 
     // Every event of the session, found by search: results and snippets.
     let all_kinds = json!([
@@ -158,9 +227,8 @@ async fn credentials_are_absent_from_answers_and_stored_tables() {
 
     // `open` of the session, of each turn and of each event, with their raw records.
     let mut opened: Vec<String> = Vec::new();
-    let session = hits[0]["open"]["session_id"].as_str().unwrap().to_owned();
-    opened.push(session);
     for hit in &hits {
+        opened.push(hit["open"]["session_id"].as_str().unwrap().to_owned());
         for key in ["turn_id", "event_id"] {
             opened.push(hit["open"][key].as_str().unwrap().to_owned());
         }
@@ -183,6 +251,27 @@ async fn credentials_are_absent_from_answers_and_stored_tables() {
         .await
         .unwrap();
     assert!(columns.len() > 10, "{columns:?}");
+    let archived: u64 = db
+        .read("t", "SELECT count() FROM raw_chunks")
+        .fetch_optional(&db, db.default_deadline())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(archived >= 2, "both logs are archived: {archived} chunks");
+    // Masked in place, not left out: the archive keeps every byte's offset.
+    let masked: u64 = db
+        .read(
+            "t",
+            "SELECT count() FROM raw_chunks WHERE position(data, '********************') > 0",
+        )
+        .fetch_optional(&db, db.default_deadline())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        masked >= 2,
+        "{masked} archived chunks hold masked credentials"
+    );
     let secrets: Vec<String> = credentials().into_iter().map(|c| c.2).collect();
     for (table, column) in &columns {
         let engine: String = db
