@@ -88,22 +88,54 @@ pub fn from_sources(sources: &[SourceConfig]) -> (Vec<LogFile>, Vec<DiscoverErro
             });
             continue;
         };
-        for entry in paths {
-            match entry {
-                Ok(path) if path.is_file() => match describe(&path, harness, &source.name) {
-                    Ok(file) => found.push(file),
-                    Err(e) => problems.push(e),
-                },
-                Ok(_) => {}
-                Err(e) => problems.push(DiscoverError::Unusable {
-                    path: e.path().to_owned(),
-                    message: e.error().to_string(),
-                }),
+        let logs: Vec<PathBuf> = paths
+            .filter_map(|entry| log_file(entry, &mut problems))
+            .collect();
+        for path in logs {
+            match describe(&path, harness, &source.name) {
+                Ok(file) => found.push(file),
+                Err(e) => problems.push(e),
             }
         }
     }
     dedupe(&mut found, &mut problems);
     (found, problems)
+}
+
+/// A path a glob matched, when it is a file to read; one that cannot be (a link to nowhere, a
+/// loop, no permission) is named in `problems` with why. Directories are passed over.
+fn log_file(
+    entry: Result<PathBuf, glob::GlobError>,
+    problems: &mut Vec<DiscoverError>,
+) -> Option<PathBuf> {
+    let path = match entry {
+        Ok(path) => path,
+        Err(e) => {
+            problems.push(DiscoverError::Unusable {
+                path: e.path().to_owned(),
+                message: e.error().to_string(),
+            });
+            return None;
+        }
+    };
+    match std::fs::metadata(&path) {
+        Ok(meta) if meta.is_file() => Some(path),
+        Ok(meta) if meta.is_dir() => None,
+        Ok(_) => {
+            problems.push(DiscoverError::Unusable {
+                path,
+                message: "not a regular file".into(),
+            });
+            None
+        }
+        Err(e) => {
+            problems.push(DiscoverError::Unusable {
+                path,
+                message: format!("cannot be read: {e}"),
+            });
+            None
+        }
+    }
 }
 
 /// Files named on the command line; directories are searched for `*.jsonl` and `rollout-*.json`
@@ -124,7 +156,7 @@ pub fn from_paths(
                 let pattern = path.join("**").join(name);
                 match glob::glob(&pattern.to_string_lossy()) {
                     Ok(entries) => {
-                        candidates.extend(entries.filter_map(Result::ok).filter(|p| p.is_file()));
+                        candidates.extend(entries.filter_map(|e| log_file(e, &mut problems)));
                     }
                     Err(e) => problems.push(DiscoverError::Unusable {
                         path: path.clone(),
