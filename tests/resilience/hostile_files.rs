@@ -118,7 +118,10 @@ async fn hostile_files_are_skipped_with_reasons_in_bounded_memory_and_good_lines
     // nowhere is unreadable for everyone).
     std::os::unix::fs::symlink(dir.join("gone"), dir.join("unreadable.jsonl")).unwrap();
     // A 20 MB tool output, within ingest.max_line_bytes: stored, indexed up to its bound.
-    let output = format!("big output start {}", "compiler warning line ".repeat(1 << 20));
+    let output = format!(
+        "big output start {}",
+        "compiler warning line ".repeat(1 << 20)
+    );
     let big = serde_json::json!({
         "type": "user", "sessionId": "big", "uuid": "big-1",
         "timestamp": "2026-05-01T00:00:01.000Z",
@@ -126,7 +129,11 @@ async fn hostile_files_are_skipped_with_reasons_in_bounded_memory_and_good_lines
             {"type": "tool_result", "tool_use_id": "t1", "content": output}]},
     });
     assert!(big.to_string().len() > 20 << 20);
-    write(&dir, "big-output.jsonl", &[big.to_string().as_bytes(), b"\n"]);
+    write(
+        &dir,
+        "big-output.jsonl",
+        &[big.to_string().as_bytes(), b"\n"],
+    );
 
     let before = peak_rss();
     let (logs, problems) =
@@ -150,7 +157,12 @@ async fn hostile_files_are_skipped_with_reasons_in_bounded_memory_and_good_lines
         .chain(summary.counters.unreadable.iter().cloned())
         .filter(|p| p.contains("unreadable.jsonl"))
         .collect();
-    assert_eq!(named.len(), 1, "{problems:?} {:?}", summary.counters.unreadable);
+    assert_eq!(
+        named.len(),
+        1,
+        "{problems:?} {:?}",
+        summary.counters.unreadable
+    );
     // The 200 MB line was never held in memory (the 22 MB output is, a few times over, on
     // its way to the engine: parsed, stored text, the insert's encoding).
     assert!(grown < 200 << 20, "peak memory grew {} MiB", grown >> 20);
