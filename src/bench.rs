@@ -340,6 +340,8 @@ async fn load(
     settings.clickhouse.database = format!("bench_{label}");
     settings.clickhouse.query_timeout_ms = 600_000;
     settings.clickhouse.compression = Compression::None;
+    // The concurrent run measures throughput with every client's calls queued, not refused.
+    settings.clickhouse.max_waiting_calls = args.clients;
     settings.server.listen = SocketAddr::from(([127, 0, 0, 1], 0));
     settings.server.shutdown_grace_secs = 5;
     let config = Arc::new(settings.validate()?);
