@@ -261,6 +261,53 @@ impl Redactor {
     /// Every credential in `bytes` overwritten with `*`, line by line: the same length, so
     /// offsets into the masked bytes are those of the log. Lines that are not UTF-8 stay.
     pub fn mask<'a>(&self, bytes: &'a [u8]) -> (std::borrow::Cow<'a, [u8]>, usize) {
+        if !self.enabled {
+            return (bytes.into(), 0);
+        }
+        if self.always.is_empty() {
+            return self.mask_lines_with_literals(bytes);
+        }
+        self.mask_every_line(bytes)
+    }
+
+    /// [`Redactor::mask`] when every rule has literals: one scan of all the bytes for them, and
+    /// only the lines holding one are looked at (most hold none).
+    fn mask_lines_with_literals<'a>(&self, bytes: &'a [u8]) -> (std::borrow::Cow<'a, [u8]>, usize) {
+        let mut out: Option<Vec<u8>> = None;
+        let mut count = 0;
+        // Bytes before `copied` are in `out` (once there is one); lines before `done` are seen.
+        let (mut copied, mut done) = (0, 0);
+        for found in self.literals.find_iter(bytes) {
+            let at = found.start();
+            if at < done {
+                continue;
+            }
+            let start = memchr::memrchr(b'\n', &bytes[..at]).map_or(0, |i| i + 1);
+            let end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |i| at + i + 1);
+            done = end;
+            let Ok(line) = std::str::from_utf8(&bytes[start..end]) else {
+                continue;
+            };
+            let (masked, n) = self.replace(line, Replacement::Stars);
+            if n == 0 {
+                continue;
+            }
+            count += n;
+            let out = out.get_or_insert_with(|| Vec::with_capacity(bytes.len()));
+            out.extend_from_slice(&bytes[copied..start]);
+            out.extend_from_slice(masked.as_bytes());
+            copied = end;
+        }
+        match out {
+            Some(mut out) => {
+                out.extend_from_slice(&bytes[copied..]);
+                (out.into(), count)
+            }
+            None => (bytes.into(), 0),
+        }
+    }
+
+    fn mask_every_line<'a>(&self, bytes: &'a [u8]) -> (std::borrow::Cow<'a, [u8]>, usize) {
         let mut out: Option<Vec<u8>> = None;
         let mut count = 0;
         let mut start = 0;
@@ -417,6 +464,9 @@ mod tests {
         // A line that is not UTF-8 is kept as it is; masking again changes nothing.
         assert!(masked.windows(20).any(|w| w == b"AKIAFAKEFAKEFAKE1234"));
         assert_eq!(r.mask(&masked).1, 0);
+        // Configured patterns, which have no literals, are looked for on every line.
+        let (masked, count) = redactor().mask(b"ok\nid corp-deadbeef\nx");
+        assert_eq!((&masked[..], count), (&b"ok\nid *************\nx"[..], 1));
     }
 
     #[test]
