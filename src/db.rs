@@ -128,7 +128,8 @@ pub struct Db {
     /// Admission of tool calls (see [`Db::admit_call`]).
     calls: Arc<Admission>,
     /// Whether ClickHouse answers, as [`Db::watch_health`] last saw it (always, where nothing
-    /// watches): while it does not, reads fail at once instead of waiting out their deadline.
+    /// watches): while it does not, statements fail at once instead of waiting out their
+    /// deadline.
     answering: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
@@ -352,9 +353,9 @@ impl Db {
         .await
     }
 
-    /// Pings ClickHouse every `every` until `stop`: when a ping gets no answer within
-    /// `timeout`, reads fail at once (`backend_failure`) and those in flight are abandoned,
-    /// until a ping is answered again. Without this watch a stopped or frozen engine holds every
+    /// Pings ClickHouse every `every` until `stop`: when two pings in a row get no answer
+    /// within `timeout`, new statements fail at once (`backend_failure`) and reads in flight
+    /// are abandoned (writes in flight finish), until a ping is answered again. Without this watch a stopped or frozen engine holds every
     /// call until its deadline.
     pub async fn watch_health(
         self,
@@ -362,6 +363,8 @@ impl Db {
         timeout: Duration,
         stop: tokio_util::sync::CancellationToken,
     ) {
+        // Two pings missed in a row, not one slow answer, mean it stopped answering.
+        let mut missed = 0;
         loop {
             tokio::select! {
                 () = stop.cancelled() => return,
@@ -374,15 +377,20 @@ impl Db {
             };
             let was = *self.answering.borrow();
             match answered {
-                Ok(()) if !was => {
-                    tracing::info!("clickhouse answers again");
-                    self.answering.send_replace(true);
+                Ok(()) => {
+                    missed = 0;
+                    if !was {
+                        tracing::info!("clickhouse answers again");
+                        self.answering.send_replace(true);
+                    }
                 }
-                Err(error) if was => {
-                    tracing::warn!(%error, "clickhouse stopped answering; reads fail at once until it is back");
-                    self.answering.send_replace(false);
+                Err(error) => {
+                    missed += 1;
+                    if was && missed >= 2 {
+                        tracing::warn!(%error, "clickhouse stopped answering; statements fail at once until it is back");
+                        self.answering.send_replace(false);
+                    }
                 }
-                _ => {}
             }
         }
     }

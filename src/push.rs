@@ -309,7 +309,7 @@ impl Job {
     /// What to send of `log`, given where it stands on the server; `None` when nothing.
     fn plan(log: &LogFile, status: LogStatus) -> anyhow::Result<Option<Self>> {
         let local = DiskLog::open(&log.path)?;
-        let size = local.size();
+        let size = sendable_size(&local)?;
         let replace = !still_starts_with_what_was_sent(&local, &status)?;
         let offset = if replace { 0 } else { status.received };
         Ok((offset < size).then(|| Self {
@@ -496,23 +496,60 @@ fn masked_fingerprint(local: &DiskLog, at: u64) -> std::io::Result<(u64, u64)> {
 }
 
 /// The bytes `[from, to)` of `local` (which ends at `end`) masked as the archive masks them:
-/// line by line, so the whole lines around the range are read (up to 1 MiB beyond it).
+/// line by line, so the whole lines around the range are read — a little beyond it first, up
+/// to 1 MiB beyond it when a line is longer.
 fn masked_range(local: &DiskLog, from: u64, to: u64, end: u64) -> std::io::Result<Vec<u8>> {
-    use std::io::Read as _;
     static MASKER: std::sync::LazyLock<Redactor> = std::sync::LazyLock::new(Redactor::builtin);
-    const REACH: u64 = 1 << 20;
-    let start = from.saturating_sub(REACH);
-    let stop = to.saturating_add(REACH).min(end);
-    let mut bytes = vec![0; (stop - start) as usize];
-    local.from(start)?.read_exact(&mut bytes)?;
-    let (from_at, to_at) = ((from - start) as usize, (to - start) as usize);
-    let line_start = memchr::memrchr(b'\n', &bytes[..from_at]).map_or(0, |i| i + 1);
-    let line_end = match to_at {
-        0 => 0,
-        _ => memchr::memchr(b'\n', &bytes[to_at - 1..]).map_or(bytes.len(), |i| to_at + i),
-    };
-    let (masked, _) = MASKER.mask(&bytes[line_start..line_end]);
-    Ok(masked[from_at - line_start..to_at - line_start].to_vec())
+    for reach in [64 << 10, 1 << 20] {
+        let start = from.saturating_sub(reach);
+        let stop = to.saturating_add(reach).min(end);
+        let bytes = read_range(local, start, stop)?;
+        let (from_at, to_at) = ((from - start) as usize, (to - start) as usize);
+        let line_start = memchr::memrchr(b'\n', &bytes[..from_at]).map(|i| i + 1);
+        let line_end = match to_at {
+            0 => Some(0),
+            _ => memchr::memchr(b'\n', &bytes[to_at - 1..]).map(|i| to_at + i),
+        };
+        // A line that begins or ends beyond what was read: read further, or take what is read.
+        let whole = (line_start.is_some() || start == 0) && (line_end.is_some() || stop == end);
+        if whole || reach == 1 << 20 {
+            let (line_start, line_end) = (line_start.unwrap_or(0), line_end.unwrap_or(bytes.len()));
+            let (masked, _) = MASKER.mask(&bytes[line_start..line_end]);
+            return Ok(masked[from_at - line_start..to_at - line_start].to_vec());
+        }
+    }
+    unreachable!("the last reach returns")
+}
+
+fn read_range(local: &DiskLog, from: u64, to: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    let mut bytes = vec![0; (to - from) as usize];
+    local.from(from)?.read_exact(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// How much of a log to send: all of it, but for an unterminated last line of a file written
+/// in the last minute — the agent is still writing it, and a line sent in two pieces would be
+/// masked in two pieces (a credential across the cut would stay in the archive).
+fn sendable_size(local: &DiskLog) -> std::io::Result<u64> {
+    let size = local.size();
+    let written_lately = local
+        .modified_ms()
+        .is_some_and(|at| crate::text::now_ms() - at < 60_000);
+    if size == 0 || !written_lately {
+        return Ok(size);
+    }
+    let from = size.saturating_sub(1 << 20);
+    let tail = read_range(local, from, size)?;
+    if tail.last() == Some(&b'\n') {
+        return Ok(size);
+    }
+    Ok(match memchr::memrchr(b'\n', &tail) {
+        Some(at) => from + at as u64 + 1,
+        // One line longer than what is looked at: sent in pieces all the same.
+        None if from > 0 => size,
+        None => 0,
+    })
 }
 
 /// Up to `max` bytes of the file from `offset`, cut after the last newline when there is one
@@ -550,6 +587,45 @@ mod tests {
         assert_eq!(read_chunk(&local, 10, 12, 1).unwrap(), b"c");
         // A line longer than the chunk goes in pieces.
         assert_eq!(read_chunk(&local, 0, 12, 3).unwrap(), b"aaa");
+        // Just written: its unterminated last line waits for its end.
+        assert_eq!(sendable_size(&local).unwrap(), 10);
+        std::fs::write(&path, b"aaaa\nbbbb\ncc\n").unwrap();
+        assert_eq!(sendable_size(&DiskLog::open(&path).unwrap()).unwrap(), 13);
+        std::fs::write(&path, b"cc").unwrap();
+        assert_eq!(sendable_size(&DiskLog::open(&path).unwrap()).unwrap(), 0);
+        std::fs::remove_file(path).unwrap();
+    }
+
+    #[test]
+    fn test_masked_fingerprint_is_the_archives() {
+        let path = std::env::temp_dir().join(format!("moraine-mask-{}", std::process::id()));
+        let mut log = Vec::new();
+        for n in 0..400 {
+            log.extend(format!("{{\"n\":{n},\"out\":\"key AKIAFAKEFAKEFAKE{n:04}\"}}\n").bytes());
+        }
+        std::fs::write(&path, &log).unwrap();
+        let local = DiskLog::open(&path).unwrap();
+        let masked = Redactor::builtin().mask(&log).0.into_owned();
+        let archive = crate::ingest::reader::ReceivedLog {
+            base: 0,
+            bytes: masked,
+            head: Vec::new(),
+            before: Vec::new(),
+        };
+        // At a line end, as the server stands after each append.
+        let at = log.iter().rposition(|&b| b == b'\n').unwrap() as u64 + 1;
+        let middle = log[..log.len() / 2]
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .unwrap() as u64
+            + 1;
+        for offset in [at, middle, 4096 + 17] {
+            assert_eq!(
+                masked_fingerprint(&local, offset).unwrap(),
+                archive.fingerprint(offset).unwrap(),
+                "{offset}"
+            );
+        }
         std::fs::remove_file(path).unwrap();
     }
 }

@@ -37,14 +37,17 @@ impl IngestLock {
             database = %config.clickhouse.database,
             "another ingest into this database is running; waiting for it to finish"
         );
-        let waited = tokio::task::spawn_blocking(move || file.lock().map(|()| file)).await;
-        match waited {
-            Ok(Ok(file)) => Some(Self { _file: file }),
-            Ok(Err(error)) => {
-                tracing::warn!(path = %path.display(), %error, "cannot take the ingest lock; not waiting for other runs");
-                None
+        // Polled rather than blocked on: a run stopped while it waits must not be held up.
+        loop {
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            match file.try_lock() {
+                Ok(()) => return Some(Self { _file: file }),
+                Err(TryLockError::WouldBlock) => {}
+                Err(TryLockError::Error(error)) => {
+                    tracing::warn!(path = %path.display(), %error, "cannot take the ingest lock; not waiting for other runs");
+                    return None;
+                }
             }
-            Err(_) => None,
         }
     }
 }

@@ -681,7 +681,6 @@ fn describe_all(source: &str, appends: &[Append<'_>]) -> Vec<Result<LogFile, App
         .collect()
 }
 
-/// The log a client names, as `source` sends it; `head` is its start, as far as known.
 /// Parses whole logs as if each were newly pushed, without a store: the rows a push of it
 /// would write. What the fuzz targets drive.
 pub struct LogParser {
@@ -727,6 +726,7 @@ impl LogParser {
     }
 }
 
+/// The log a client names, as `source` sends it; `head` is its start, as far as known.
 fn describe(source: &str, log: &LogName, head: &[u8]) -> Result<LogFile, AppendError> {
     if log.path.is_empty() || log.path.len() > MAX_PATH_BYTES || log.path.contains('\0') {
         return Err(AppendError::Invalid(format!(

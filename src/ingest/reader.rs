@@ -382,8 +382,8 @@ impl Resume {
     /// From the start again, for a log whose session holds an event twice: its checkpoint and
     /// every row of its session go before it is read.
     pub fn rebuild(file: &LogFile, checkpoint: Option<&CheckpointRow>) -> Self {
-        let mut resume = Self::from_scratch(file, true, None);
-        resume.generation = checkpoint.map_or(0, |c| c.generation);
+        // A new archive generation, as for a replaced log: the chunks read now replace all.
+        let mut resume = Self::from_scratch(file, true, checkpoint);
         resume.retractions[0].checkpoint = Some(file.file_key);
         resume
     }

@@ -164,7 +164,11 @@ const BUILTIN: &[(&str, &str, usize, &[&str])] = &[
     (
         "password",
         // The name may carry a prefix (`db_password`, `CLIENT_SECRET`) or `_key`/`_token`.
-        r"(?i)\b(?:[a-z0-9]+[_\-])*(?:password|passwd|pwd|secret|api_?key|access_?token|auth_?token)(?:[_\-]?(?:key|token))?\b\s*[=:]\s*([^\s\x22\\',;]{8,})",
+        concat!(
+            r"(?i)",
+            token_start!(),
+            r"(?:[a-z0-9]+[_\-])*(?:password|passwd|pwd|secret|api_?key|access_?token|auth_?token)(?:[_\-]?(?:key|token))?\b\s*[=:]\s*([^\s\x22\\',;]{8,})"
+        ),
         1,
         &[
             "password",
@@ -440,7 +444,11 @@ mod tests {
                 "password = [REDACTED:password]",
             ),
             ("id corp-deadbeef", "id [REDACTED:custom]"),
-            // In a raw JSON line, a key on a line of its own follows an escape.
+            // In a raw JSON line, a key or an assignment on a line of its own follows an escape.
+            (
+                r#"{"out":"cat .env\nSECRET_KEY=abcdefgh1234\nPASSWORD=hunter2hunter2\n"}"#,
+                r#"{"out":"cat .env\nSECRET_KEY=[REDACTED:password]\nPASSWORD=[REDACTED:password]\n"}"#,
+            ),
             (
                 r#"{"out":"dump:\nAKIAFAKEFAKEFAKE1234\tghp_ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef0123\n"}"#,
                 r#"{"out":"dump:\n[REDACTED:aws_access_key]\t[REDACTED:github_token]\n"}"#,
