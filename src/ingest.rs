@@ -133,7 +133,28 @@ pub async fn run(
     files: Vec<LogFile>,
     show_progress: bool,
 ) -> Result<Summary, IngestError> {
-    let _lock = lock::IngestLock::acquire(config).await;
+    let lock = lock::IngestLock::acquire(config).await;
+    let outcome = run_locked(config, db, files, show_progress).await;
+    if let Some(lock) = &lock {
+        match &outcome {
+            Err(IngestError::Db(_)) => lock.note_failed_write(),
+            Ok(_) if lock.failed_write_noted() => {
+                // The last run died while writing: its inserts may be half stored.
+                writer::repair_statistics(db).await?;
+                lock.clear_failed_write();
+            }
+            _ => {}
+        }
+    }
+    outcome
+}
+
+async fn run_locked(
+    config: &Config,
+    db: &Db,
+    files: Vec<LogFile>,
+    show_progress: bool,
+) -> Result<Summary, IngestError> {
     let started = Instant::now();
     let stored = writer::load_stored(db, &files).await?;
     let none = Stored::default();

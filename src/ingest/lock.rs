@@ -11,6 +11,7 @@ use crate::config::Config;
 #[derive(Debug)]
 pub struct IngestLock {
     _file: File,
+    path: PathBuf,
 }
 
 impl IngestLock {
@@ -26,7 +27,7 @@ impl IngestLock {
             }
         };
         match file.try_lock() {
-            Ok(()) => return Some(Self { _file: file }),
+            Ok(()) => return Some(Self { _file: file, path }),
             Err(TryLockError::WouldBlock) => {}
             Err(TryLockError::Error(error)) => {
                 tracing::warn!(path = %path.display(), %error, "cannot take the ingest lock; not waiting for other runs");
@@ -41,7 +42,7 @@ impl IngestLock {
         loop {
             tokio::time::sleep(std::time::Duration::from_millis(200)).await;
             match file.try_lock() {
-                Ok(()) => return Some(Self { _file: file }),
+                Ok(()) => return Some(Self { _file: file, path }),
                 Err(TryLockError::WouldBlock) => {}
                 Err(TryLockError::Error(error)) => {
                     tracing::warn!(path = %path.display(), %error, "cannot take the ingest lock; not waiting for other runs");
@@ -49,6 +50,26 @@ impl IngestLock {
                 }
             }
         }
+    }
+}
+
+impl IngestLock {
+    /// Notes that a run failed while writing: the engine may have stored some of an insert's
+    /// views and not others, so the next run checks the index statistics.
+    pub fn note_failed_write(&self) {
+        if let Err(error) = std::fs::write(self.path.with_extension("unsure"), b"") {
+            tracing::warn!(%error, "cannot note the failed run for the next one");
+        }
+    }
+
+    /// Whether a run failed while writing since the statistics were last checked.
+    pub fn failed_write_noted(&self) -> bool {
+        self.path.with_extension("unsure").exists()
+    }
+
+    /// The statistics were checked.
+    pub fn clear_failed_write(&self) {
+        let _ = std::fs::remove_file(self.path.with_extension("unsure"));
     }
 }
 

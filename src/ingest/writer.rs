@@ -296,6 +296,70 @@ impl Doomed {
     }
 }
 
+/// Checks the index statistics against what they count, and corrects them: an engine that
+/// died inside an insert may have stored some of its views' rows and not others (a view's
+/// insert is not atomic with the others'). Says whether anything was corrected. Run only while
+/// nothing else writes: it compares totals read one after another.
+pub async fn repair_statistics(db: &Db) -> Result<bool, DbError> {
+    let deadline = db.default_deadline();
+    let counted: Option<(i64, i64)> = db
+        .read(
+            "statistics_counted",
+            "SELECT toInt64(countIf(searchable)), toInt64(sumIf(doc_len, searchable)) FROM events",
+        )
+        .fetch_optional(db, deadline)
+        .await?;
+    let kept: Option<(i64, i64)> = db
+        .read(
+            "statistics_kept",
+            "SELECT sum(docs), sum(total_len) FROM corpus_stats",
+        )
+        .fetch_optional(db, deadline)
+        .await?;
+    let (counted, kept) = (counted.unwrap_or_default(), kept.unwrap_or_default());
+    let mut corrected = false;
+    if counted != kept {
+        tracing::warn!(?counted, ?kept, "correcting the corpus statistics");
+        let correction = CorpusStatsRow {
+            k: 0,
+            docs: counted.0 - kept.0,
+            total_len: counted.1 - kept.1,
+        };
+        db.insert(
+            "statistics_corpus",
+            "corpus_stats",
+            &[correction],
+            &[("insert_deduplicate", "0")],
+        )
+        .await?;
+        corrected = true;
+    }
+    let totals: Option<(i64, i64)> = db
+        .read(
+            "statistics_totals",
+            "SELECT toInt64(ifNull((SELECT count() FROM postings), 0)), \
+             toInt64(ifNull((SELECT sum(df) FROM term_df), 0))",
+        )
+        .fetch_optional(db, deadline)
+        .await?;
+    let (postings, df) = totals.unwrap_or_default();
+    if postings != df {
+        tracing::warn!(postings, df, "correcting the document frequencies");
+        db.write(
+            "statistics_term_df",
+            "INSERT INTO term_df SELECT term, toInt64(p) - d FROM \
+             (SELECT term, count() AS p FROM postings GROUP BY term) AS counted \
+             FULL OUTER JOIN (SELECT term, sum(df) AS d FROM term_df GROUP BY term) AS kept \
+             USING (term) WHERE toInt64(p) != d",
+        )
+        .setting("insert_deduplicate", "0")
+        .execute(db, deadline)
+        .await?;
+        corrected = true;
+    }
+    Ok(corrected)
+}
+
 /// Which of `session_keys` hold two copies of an event: an insert of a killed run that landed
 /// after the next run had read the checkpoints it would have moved.
 pub async fn stored_twice(db: &Db, session_keys: &[u64]) -> Result<Vec<u64>, DbError> {

@@ -194,3 +194,39 @@ async fn ingest_whose_engine_is_killed_fails_and_a_rerun_converges() {
     after.assert_same_as(&clean_run(&dir).await);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Statistics left wrong by an engine that died inside an insert (one view's rows stored, not
+/// another's) are found and corrected.
+#[tokio::test]
+async fn statistics_a_dead_engine_left_wrong_are_corrected() {
+    let dir = scratch("statistics");
+    write_sessions(&dir, 0x57a7, 5, 4, "statword");
+    let (settings, db) = fresh_db().await;
+    ingest_paths(&settings, &db, &dir).await;
+    let clean = snapshot(&db).await;
+    assert!(
+        !moraine_mcp::ingest::writer::repair_statistics(&db)
+            .await
+            .unwrap()
+    );
+    for sql in [
+        "INSERT INTO corpus_stats VALUES (0, 500, 12345)",
+        "INSERT INTO term_df SELECT term, 3 FROM postings LIMIT 7",
+        "INSERT INTO term_df VALUES (42, 1)",
+    ] {
+        db.write("t", sql)
+            .setting("insert_deduplicate", "0")
+            .execute(&db, db.default_deadline())
+            .await
+            .unwrap();
+    }
+    assert!(
+        moraine_mcp::ingest::writer::repair_statistics(&db)
+            .await
+            .unwrap()
+    );
+    let repaired = snapshot(&db).await;
+    assert_statistics_exact(&repaired);
+    repaired.assert_same_as(&clean);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
