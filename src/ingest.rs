@@ -156,7 +156,7 @@ async fn run_locked(
     show_progress: bool,
 ) -> Result<Summary, IngestError> {
     let started = Instant::now();
-    let stored = writer::load_stored(db, &files).await?;
+    let stored = writer::load_stored(db, &files, writer::Doubles::Look).await?;
     let none = Stored::default();
     let stored_for = |file: &LogFile| stored.get(&file.file_key).unwrap_or(&none);
     // A session found stored twice is read whole again; the others from their checkpoints.
@@ -220,7 +220,7 @@ async fn rebuild_doubled(
         .into_iter()
         .filter(|f| doubled.contains(&f.session_key))
         .collect();
-    let stored = writer::load_stored(db, &files).await?;
+    let stored = writer::load_stored(db, &files, writer::Doubles::Skip).await?;
     let hidden = indicatif::ProgressBar::hidden();
     pipeline(config, db, &hidden, move |reader| {
         for file in &files {

@@ -159,7 +159,7 @@ impl PushIngest {
             .iter()
             .map(|log| describe(source, log, &[]))
             .collect::<Result<Vec<_>, _>>()?;
-        let stored = writer::load_stored(&self.db, &files).await?;
+        let stored = writer::load_stored(&self.db, &files, writer::Doubles::Skip).await?;
         Ok(logs
             .iter()
             .zip(&files)
@@ -189,7 +189,11 @@ impl PushIngest {
             .filter_map(|f| f.as_ref().ok())
             .cloned()
             .collect();
-        let mut stored = writer::load_stored(&self.db, &valid).await?;
+        // Writes run to their end under the logs' locks: in a running server no insert of a
+        // request lands after the next one has read, so sessions are not looked at for events
+        // held twice (per request, that pass would cost more than the append; a server killed
+        // inside an insert can leave one, which `moraine-mcp reindex` rebuilds).
+        let mut stored = writer::load_stored(&self.db, &valid, writer::Doubles::Skip).await?;
         let mut outcomes: Vec<Option<Result<Appended, AppendError>>> = Vec::new();
         let mut work = Vec::new();
         for (append, file) in appends.iter().zip(files) {

@@ -23,8 +23,30 @@ const EVENT_INSERT_SETTINGS: &[(&str, &str)] = &[
     ("deduplicate_blocks_in_dependent_materialized_views", "0"),
 ];
 
+/// Whether [`load_stored`] looks for sessions holding an event twice, which costs a pass over
+/// their event keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Doubles {
+    Look,
+    Skip,
+}
+
 /// What ClickHouse already holds for each of `files`, by file key.
-pub async fn load_stored(db: &Db, files: &[LogFile]) -> Result<HashMap<u64, Stored>, DbError> {
+pub async fn load_stored(
+    db: &Db,
+    files: &[LogFile],
+    doubles: Doubles,
+) -> Result<HashMap<u64, Stored>, DbError> {
+    let sql = match doubles {
+        Doubles::Look => {
+            "SELECT session_key, max(line_no), count() != uniqExact(event_key) FROM events \
+             WHERE session_key IN {keys:Array(UInt64)} GROUP BY session_key"
+        }
+        Doubles::Skip => {
+            "SELECT session_key, max(line_no), false FROM events \
+             WHERE session_key IN {keys:Array(UInt64)} GROUP BY session_key"
+        }
+    };
     let mut stored: HashMap<u64, Stored> = HashMap::new();
     for chunk in files.chunks(10_000) {
         let deadline = db.default_deadline();
@@ -41,11 +63,7 @@ pub async fn load_stored(db: &Db, files: &[LogFile]) -> Result<HashMap<u64, Stor
         // A session holding an event twice was written by a killed run after the run that
         // followed it had read its checkpoints: it is read again from the start.
         let lines: HashMap<u64, (u32, bool)> = db
-            .read(
-                "ingest_max_lines",
-                "SELECT session_key, max(line_no), count() != uniqExact(event_key) FROM events \
-                 WHERE session_key IN {keys:Array(UInt64)} GROUP BY session_key",
-            )
+            .read("ingest_max_lines", sql)
             .param("keys", &session_keys)
             .fetch_all::<(u64, u32, bool)>(db, deadline)
             .await?
