@@ -26,21 +26,9 @@ impl IngestLock {
                 return None;
             }
         };
-        match file.try_lock() {
-            Ok(()) => return Some(Self { _file: file, path }),
-            Err(TryLockError::WouldBlock) => {}
-            Err(TryLockError::Error(error)) => {
-                tracing::warn!(path = %path.display(), %error, "cannot take the ingest lock; not waiting for other runs");
-                return None;
-            }
-        }
-        tracing::warn!(
-            database = %config.clickhouse.database,
-            "another ingest into this database is running; waiting for it to finish"
-        );
         // Polled rather than blocked on: a run stopped while it waits must not be held up.
+        let mut waiting = false;
         loop {
-            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
             match file.try_lock() {
                 Ok(()) => return Some(Self { _file: file, path }),
                 Err(TryLockError::WouldBlock) => {}
@@ -49,11 +37,17 @@ impl IngestLock {
                     return None;
                 }
             }
+            if !waiting {
+                waiting = true;
+                tracing::warn!(
+                    database = %config.clickhouse.database,
+                    "another ingest into this database is running; waiting for it to finish"
+                );
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
         }
     }
-}
 
-impl IngestLock {
     /// Notes that a run failed while writing: the engine may have stored some of an insert's
     /// views and not others, so the next run checks the index statistics.
     pub fn note_failed_write(&self) {

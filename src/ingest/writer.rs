@@ -284,34 +284,46 @@ impl Doomed {
         for row in &mut terms {
             row.df = -row.df;
         }
-        let term_token = format!("{token}:term_df");
-        db.insert(
-            "retract_term_df",
-            "term_df",
-            &terms,
-            &[
-                ("insert_deduplicate", "1"),
-                ("insert_deduplication_token", &term_token),
-            ],
-        )
-        .await?;
+        insert_once(db, "retract_term_df", "term_df", &terms, &token).await?;
         let corpus = CorpusStatsRow {
             k: 0,
             docs: -(self.docs as i64),
             total_len: -self.total_len,
         };
-        let corpus_token = format!("{token}:corpus_stats");
-        db.insert(
+        insert_once(
+            db,
             "retract_corpus_stats",
             "corpus_stats",
             &[corpus],
-            &[
-                ("insert_deduplicate", "1"),
-                ("insert_deduplication_token", &corpus_token),
-            ],
+            &token,
         )
         .await
     }
+}
+
+/// Inserts `rows` into `table` at most once under `token`: the table's deduplication window
+/// drops a repeat of the same insert.
+async fn insert_once<T>(
+    db: &Db,
+    name: &'static str,
+    table: &str,
+    rows: &[T],
+    token: &str,
+) -> Result<(), DbError>
+where
+    T: clickhouse::Row + serde::Serialize + for<'r> clickhouse::Row<Value<'r> = T>,
+{
+    let token = format!("{token}:{table}");
+    db.insert(
+        name,
+        table,
+        rows,
+        &[
+            ("insert_deduplicate", "1"),
+            ("insert_deduplication_token", &token),
+        ],
+    )
+    .await
 }
 
 /// Checks the index statistics against what they count, and corrects them: an engine that

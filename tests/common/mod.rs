@@ -162,24 +162,40 @@ pub struct Reply {
 }
 
 impl Reply {
-    pub fn json(&self) -> Value {
-        if self
-            .headers
-            .get("content-type")
-            .is_some_and(|c| c.starts_with("text/event-stream"))
-        {
-            // The JSON-RPC message is the last `data:` line carrying an object.
-            let data = self
-                .body
-                .lines()
-                .filter_map(|l| l.strip_prefix("data:"))
-                .map(str::trim)
-                .rfind(|l| l.starts_with('{'))
-                .unwrap_or_else(|| panic!("no JSON in SSE body: {}", self.body));
-            return serde_json::from_str(data).unwrap();
+    /// What a `tools/call` got, in a word: `ok`, the tool error's code, or `http <status>`.
+    pub fn tool_outcome(&self) -> String {
+        if self.status != 200 {
+            return format!("http {}", self.status);
         }
-        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {:?}", self.body))
+        let result = &self.json()["result"];
+        if result["isError"] == true {
+            result["structuredContent"]["error"]["code"]
+                .as_str()
+                .unwrap_or("no code")
+                .to_owned()
+        } else {
+            "ok".to_owned()
+        }
     }
+
+    pub fn json(&self) -> Value {
+        let content_type = self.headers.get("content-type").map_or("", String::as_str);
+        let text = message_text(content_type, &self.body)
+            .unwrap_or_else(|| panic!("no JSON in SSE body: {}", self.body));
+        serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {:?}", self.body))
+    }
+}
+
+/// The JSON-RPC message of a response body: the body itself, or in an event stream the last
+/// `data:` line carrying an object (`None` when there is none).
+pub fn message_text<'a>(content_type: &str, body: &'a str) -> Option<&'a str> {
+    if !content_type.starts_with("text/event-stream") {
+        return Some(body);
+    }
+    body.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(str::trim)
+        .rfind(|l| l.starts_with('{'))
 }
 
 pub fn http() -> Client<HttpConnector, Full<Bytes>> {

@@ -47,20 +47,7 @@ impl Load {
                             json!({"query": queries[n % queries.len()]}),
                         )
                         .await;
-                    let outcome = if reply.status == 200 {
-                        let message = reply.json();
-                        let result = &message["result"];
-                        if result["isError"] == true {
-                            result["structuredContent"]["error"]["code"]
-                                .as_str()
-                                .unwrap_or("no code")
-                                .to_owned()
-                        } else {
-                            "ok".to_owned()
-                        }
-                    } else {
-                        format!("http {}", reply.status)
-                    };
+                    let outcome = reply.tool_outcome();
                     answers.lock().unwrap().push(Answered {
                         at,
                         took: at.elapsed(),

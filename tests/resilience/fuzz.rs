@@ -18,7 +18,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use serde_json::{Value, json};
 
-use crate::common::{MODERN, fixtures, fresh_db, ingest_paths};
+use crate::common::{MODERN, fixtures, fresh_db, ingest_paths, message_text};
 use crate::own_engine::BIN;
 
 /// The spec's error codes a hostile call may get. `internal_error` is not among them: it
@@ -376,17 +376,8 @@ fn judge(case: &Case, status: u16, content_type: &str, body: &str) -> Result<Out
             clip(body, 300)
         ));
     }
-    let text = if content_type.starts_with("text/event-stream") {
-        body.lines()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .map(str::trim)
-            .rfind(|l| l.starts_with('{'))
-            .ok_or("no JSON in the event stream")?
-            .to_owned()
-    } else {
-        body.to_owned()
-    };
-    let message: Value = serde_json::from_str(&text).map_err(|e| format!("{e}: {text}"))?;
+    let text = message_text(content_type, body).ok_or("no JSON in the event stream")?;
+    let message: Value = serde_json::from_str(text).map_err(|e| format!("{e}: {text}"))?;
     if let Some(code) = message["error"]["code"].as_i64() {
         return if JSONRPC_CODES.contains(&code) {
             Ok(Outcome::RpcError(code))
@@ -492,23 +483,15 @@ async fn learn(client: &Client<HttpConnector, Full<Bytes>>, url: &str) -> Known 
             .unwrap();
         async move {
             let response = client.request(request).await.unwrap();
-            let sse = response
+            let content_type = response
                 .headers()
                 .get("content-type")
-                .is_some_and(|c| c.to_str().unwrap_or("").starts_with("text/event-stream"));
+                .and_then(|c| c.to_str().ok())
+                .unwrap_or("")
+                .to_owned();
             let body = response.into_body().collect().await.unwrap().to_bytes();
-            let text = String::from_utf8_lossy(&body).into_owned();
-            let text = if sse {
-                text.lines()
-                    .filter_map(|l| l.strip_prefix("data:"))
-                    .map(str::trim)
-                    .rfind(|l| l.starts_with('{'))
-                    .unwrap()
-                    .to_owned()
-            } else {
-                text
-            };
-            serde_json::from_str::<Value>(&text).unwrap()
+            let text = String::from_utf8_lossy(&body);
+            serde_json::from_str::<Value>(message_text(&content_type, &text).unwrap()).unwrap()
         }
     };
     let tools = call("tools/list", None, json!({})).await;

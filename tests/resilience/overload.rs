@@ -31,19 +31,7 @@ async fn search(client: &mut Mcp, n: usize) -> (Duration, String) {
             json!({"query": QUERIES[n % QUERIES.len()]}),
         )
         .await;
-    let outcome = if reply.status == 200 {
-        let result = reply.json()["result"].clone();
-        if result["isError"] == true {
-            result["structuredContent"]["error"]["code"]
-                .as_str()
-                .unwrap_or("no code")
-                .to_owned()
-        } else {
-            "ok".to_owned()
-        }
-    } else {
-        format!("http {}", reply.status)
-    };
+    let outcome = reply.tool_outcome();
     (started.elapsed(), outcome)
 }
 
