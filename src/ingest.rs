@@ -7,14 +7,22 @@
 pub(crate) mod adapter;
 pub(crate) mod claude;
 pub(crate) mod codex;
+pub(crate) mod copilot;
+pub(crate) mod cursor;
 pub mod draft;
+pub(crate) mod droid;
 pub mod files;
+pub(crate) mod gemini;
 pub mod lock;
+pub(crate) mod opencode;
 pub mod push;
+pub(crate) mod qwen;
 pub mod reader;
 pub mod redact;
 pub mod reindex;
+pub mod rendered;
 pub mod session;
+pub mod store;
 pub mod writer;
 
 use std::time::{Duration, Instant};

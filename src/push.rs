@@ -308,7 +308,7 @@ struct Job {
 impl Job {
     /// What to send of `log`, given where it stands on the server; `None` when nothing.
     fn plan(log: &LogFile, status: LogStatus) -> anyhow::Result<Option<Self>> {
-        let local = DiskLog::open(&log.path)?;
+        let local = DiskLog::open(&log.path, log.harness)?;
         let size = sendable_size(&local)?;
         let replace = !still_starts_with_what_was_sent(&local, &status)?;
         let offset = if replace { 0 } else { status.received };
@@ -581,7 +581,7 @@ mod tests {
     fn test_chunks_end_at_a_newline_unless_at_the_end() {
         let path = std::env::temp_dir().join(format!("moraine-push-{}", std::process::id()));
         std::fs::write(&path, b"aaaa\nbbbb\ncc").unwrap();
-        let local = DiskLog::open(&path).unwrap();
+        let local = DiskLog::open(&path, Harness::ClaudeCode).unwrap();
         assert_eq!(read_chunk(&local, 0, 12, 8).unwrap(), b"aaaa\n");
         assert_eq!(read_chunk(&local, 5, 12, 100).unwrap(), b"bbbb\ncc");
         assert_eq!(read_chunk(&local, 10, 12, 1).unwrap(), b"c");
@@ -590,9 +590,15 @@ mod tests {
         // Just written: its unterminated last line waits for its end.
         assert_eq!(sendable_size(&local).unwrap(), 10);
         std::fs::write(&path, b"aaaa\nbbbb\ncc\n").unwrap();
-        assert_eq!(sendable_size(&DiskLog::open(&path).unwrap()).unwrap(), 13);
+        assert_eq!(
+            sendable_size(&DiskLog::open(&path, Harness::ClaudeCode).unwrap()).unwrap(),
+            13
+        );
         std::fs::write(&path, b"cc").unwrap();
-        assert_eq!(sendable_size(&DiskLog::open(&path).unwrap()).unwrap(), 0);
+        assert_eq!(
+            sendable_size(&DiskLog::open(&path, Harness::ClaudeCode).unwrap()).unwrap(),
+            0
+        );
         std::fs::remove_file(path).unwrap();
     }
 
@@ -604,7 +610,7 @@ mod tests {
             log.extend(format!("{{\"n\":{n},\"out\":\"key AKIAFAKEFAKEFAKE{n:04}\"}}\n").bytes());
         }
         std::fs::write(&path, &log).unwrap();
-        let local = DiskLog::open(&path).unwrap();
+        let local = DiskLog::open(&path, Harness::ClaudeCode).unwrap();
         let masked = Redactor::builtin().mask(&log).0.into_owned();
         let archive = crate::ingest::reader::ReceivedLog {
             base: 0,

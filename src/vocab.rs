@@ -139,23 +139,64 @@ pub enum Harness {
     #[serde(rename = "claude-code", alias = "claude")]
     #[value(name = "claude-code", alias = "claude")]
     ClaudeCode,
+    /// Also accepted as `gemini`.
+    #[serde(rename = "gemini-cli", alias = "gemini")]
+    #[value(name = "gemini-cli", alias = "gemini")]
+    GeminiCli,
+    #[serde(rename = "cursor")]
+    #[value(name = "cursor")]
+    Cursor,
+    #[serde(rename = "opencode")]
+    #[value(name = "opencode")]
+    OpenCode,
+    /// Also accepted as `copilot`.
+    #[serde(rename = "copilot-cli", alias = "copilot")]
+    #[value(name = "copilot-cli", alias = "copilot")]
+    CopilotCli,
+    /// Also accepted as `qwen`.
+    #[serde(rename = "qwen-code", alias = "qwen")]
+    #[value(name = "qwen-code", alias = "qwen")]
+    QwenCode,
+    /// Factory's Droid; also accepted as `factory-droid`.
+    #[serde(rename = "droid", alias = "factory-droid")]
+    #[value(name = "droid", alias = "factory-droid")]
+    Droid,
 }
 
 impl Harness {
-    pub const ALL: [Self; 2] = [Self::Codex, Self::ClaudeCode];
+    pub const ALL: [Self; 8] = [
+        Self::Codex,
+        Self::ClaudeCode,
+        Self::GeminiCli,
+        Self::Cursor,
+        Self::OpenCode,
+        Self::CopilotCli,
+        Self::QwenCode,
+        Self::Droid,
+    ];
 
     /// The name stored in `sessions.harness` and accepted by the tools' `harness` filter.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Codex => "codex",
             Self::ClaudeCode => "claude-code",
+            Self::GeminiCli => "gemini-cli",
+            Self::Cursor => "cursor",
+            Self::OpenCode => "opencode",
+            Self::CopilotCli => "copilot-cli",
+            Self::QwenCode => "qwen-code",
+            Self::Droid => "droid",
         }
     }
 
-    /// The harness stored (or filtered) under `name`.
+    /// The harness stored (or filtered) under `name`, or one of its other names.
     pub fn parse(name: &str) -> Option<Self> {
         match name {
             "claude" => Some(Self::ClaudeCode),
+            "gemini" => Some(Self::GeminiCli),
+            "copilot" => Some(Self::CopilotCli),
+            "qwen" => Some(Self::QwenCode),
+            "factory-droid" => Some(Self::Droid),
             _ => Self::ALL.into_iter().find(|h| h.as_str() == name),
         }
     }
@@ -165,6 +206,12 @@ impl Harness {
         match self {
             Self::Codex => "codex",
             Self::ClaudeCode => "claude",
+            Self::GeminiCli => "gemini",
+            Self::Cursor => "cursor",
+            Self::OpenCode => "opencode",
+            Self::CopilotCli => "copilot",
+            Self::QwenCode => "qwen",
+            Self::Droid => "droid",
         }
     }
 }

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use super::rendered;
 use crate::config::{SourceConfig, expand_home};
 use crate::vocab::Harness;
 
@@ -90,12 +91,10 @@ pub fn from_sources(sources: &[SourceConfig]) -> (Vec<LogFile>, Vec<DiscoverErro
         };
         let logs: Vec<PathBuf> = paths
             .filter_map(|entry| log_file(entry, &mut problems))
+            .filter(|path| is_log_name(harness, path))
             .collect();
         for path in logs {
-            match describe(&path, harness, &source.name) {
-                Ok(file) => found.push(file),
-                Err(e) => problems.push(e),
-            }
+            describe_all(&path, harness, &source.name, &mut found, &mut problems);
         }
     }
     dedupe(&mut found, &mut problems);
@@ -151,8 +150,16 @@ pub fn from_paths(
     let mut candidates = Vec::new();
     for path in paths {
         if path.is_dir() {
-            // JSON Lines logs, and the whole-file JSON sessions of the TypeScript Codex CLI.
-            for name in ["*.jsonl", "rollout-*.json"] {
+            // JSON Lines logs, whole-file JSON sessions (the TypeScript Codex CLI's, Gemini CLI's
+            // and Qwen Code's before they wrote JSON Lines, OpenCode's JSON tree) and stores.
+            for name in [
+                "*.jsonl",
+                "rollout-*.json",
+                "session-*.json",
+                "ses_*.json",
+                "opencode.db",
+                "*.vscdb",
+            ] {
                 let pattern = path.join("**").join(name);
                 match glob::glob(&pattern.to_string_lossy()) {
                     Ok(entries) => {
@@ -189,15 +196,47 @@ pub fn from_paths(
             None => sniff(&path),
         };
         match detected {
-            Ok(h) => match describe(&path, h, source.unwrap_or(h.default_source())) {
-                Ok(file) => found.push(file),
-                Err(e) => problems.push(e),
-            },
+            Ok(h) => {
+                let source = source.unwrap_or(h.default_source());
+                describe_all(&path, h, source, &mut found, &mut problems);
+            }
             Err(message) => problems.push(DiscoverError::Unusable { path, message }),
         }
     }
     dedupe(&mut found, &mut problems);
     (found, problems)
+}
+
+/// Describes the log at `path`, or each session of the store at `path`, into `found`.
+fn describe_all(
+    path: &Path,
+    harness: Harness,
+    source: &str,
+    found: &mut Vec<LogFile>,
+    problems: &mut Vec<DiscoverError>,
+) {
+    let path = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+    let unusable = |message: String| DiscoverError::Unusable {
+        path: path.clone(),
+        message,
+    };
+    match rendered::store_sessions(harness, &path) {
+        Some(Ok(sessions)) => {
+            for (session, size) in sessions {
+                let log = rendered::store_session_path(&path, &session);
+                let identity = Identity::of(harness, &log, Vec::new);
+                match describe_log(&log, harness, source, Origin::Local, size, identity) {
+                    Ok(file) => found.push(file),
+                    Err(e) => problems.push(e),
+                }
+            }
+        }
+        Some(Err(e)) => problems.push(unusable(format!("cannot be read: {e}"))),
+        None => match describe(&path, harness, source) {
+            Ok(file) => found.push(file),
+            Err(e) => problems.push(e),
+        },
+    }
 }
 
 fn describe(path: &Path, harness: Harness, source: &str) -> Result<LogFile, DiscoverError> {
@@ -207,9 +246,28 @@ fn describe(path: &Path, harness: Harness, source: &str) -> Result<LogFile, Disc
             message: e.to_string(),
         })?
         .len();
-    let path = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
-    let identity = Identity::of(harness, &path, || read_head(&path));
-    describe_log(&path, harness, source, Origin::Local, size, identity)
+    let identity = Identity::of(harness, path, || read_head(path, Some(harness)));
+    describe_log(path, harness, source, Origin::Local, size, identity)
+}
+
+/// Whether a file a source's glob matched is one of its harness's logs (a harness's directory
+/// also holds sidecars, temporary copies and set-aside damaged files).
+fn is_log_name(harness: Harness, path: &Path) -> bool {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    match harness {
+        Harness::Codex | Harness::ClaudeCode => true,
+        Harness::GeminiCli => matches!(ext, "json" | "jsonl"),
+        Harness::QwenCode => {
+            matches!(ext, "json" | "jsonl")
+                && ![".meta.json", ".worktree.json", ".pr.json", ".ledger.jsonl"]
+                    .iter()
+                    .any(|sidecar| name.ends_with(sidecar))
+        }
+        Harness::OpenCode => matches!(ext, "db" | "json"),
+        Harness::Cursor => matches!(ext, "jsonl" | "vscdb"),
+        Harness::CopilotCli | Harness::Droid => ext == "jsonl",
+    }
 }
 
 /// Largest whole-file JSON session read (it is held in memory to be converted).
@@ -244,18 +302,24 @@ pub fn whole_json_as_lines(file: std::fs::File, len: u64) -> std::io::Result<Vec
 }
 
 /// The first [`HEAD_BYTES`] of a file (fewer if it is shorter or cannot be read: the identity
-/// then falls back to the file name, and reading the log reports the error).
-pub fn read_head(path: &Path) -> Vec<u8> {
+/// then falls back to the file name, and reading the log reports the error). A whole-file JSON
+/// session of `harness` is rendered first.
+pub fn read_head(path: &Path, harness: Option<Harness>) -> Vec<u8> {
     let mut head = Vec::new();
-    let Ok(file) = std::fs::File::open(path) else {
-        return head;
-    };
-    if path.extension().is_some_and(|e| e == "json") {
-        let len = file.metadata().map_or(0, |m| m.len());
-        let mut lines = whole_json_as_lines(file, len).unwrap_or_default();
+    if let Some(harness) = harness
+        && path.extension().is_some_and(|e| e == "json")
+        && rendered::is_rendered(harness, path)
+    {
+        let mut lines = rendered::render(harness, path)
+            .ok()
+            .flatten()
+            .unwrap_or_default();
         lines.truncate(HEAD_BYTES);
         return lines;
     }
+    let Ok(file) = std::fs::File::open(path) else {
+        return head;
+    };
     let _ =
         std::io::Read::read_to_end(&mut std::io::Read::take(file, HEAD_BYTES as u64), &mut head);
     head
@@ -353,6 +417,53 @@ impl Identity {
                     subagent: false,
                 })
             }
+            _ if rendered::store_session(path).is_some() => {
+                let (_, session) = rendered::store_session(path)?;
+                Some(Self::main(session))
+            }
+            // `chats/<parent session>/<agent>.jsonl`; main chats are named by time and the
+            // first 8 characters of their id only.
+            Harness::GeminiCli => {
+                let parent = path.parent()?;
+                let grandparent = parent.parent()?.file_name()?.to_str()?;
+                let session = parent.file_name()?.to_str()?;
+                (grandparent == "chats").then(|| Self {
+                    native_id: format!("{session}/{stem}"),
+                    subagent: true,
+                })
+            }
+            // `chats/<session>.jsonl`, `subagents/<parent session>/agent-<id>.jsonl`.
+            Harness::QwenCode => {
+                let parent = path.parent()?;
+                let grandparent = parent.parent()?.file_name()?.to_str()?;
+                if grandparent == "subagents" {
+                    return Some(Self {
+                        native_id: format!("{}/{stem}", parent.file_name()?.to_str()?),
+                        subagent: true,
+                    });
+                }
+                is_uuid(stem).then(|| Self::main(stem))
+            }
+            // `storage/session/<project>/<session>.json`.
+            Harness::OpenCode => stem.starts_with("ses_").then(|| Self::main(stem)),
+            // `session-state/<session>/events.jsonl`, or the older `session-state/<session>.jsonl`.
+            Harness::CopilotCli => {
+                let parent = path.parent()?.file_name()?.to_str()?;
+                if stem == "events" && is_uuid(parent) {
+                    Some(Self::main(parent))
+                } else {
+                    is_uuid(stem).then(|| Self::main(stem))
+                }
+            }
+            // `agent-transcripts/<session>.jsonl` or `agent-transcripts/<session>/<session>.jsonl`.
+            Harness::Cursor | Harness::Droid => is_uuid(stem).then(|| Self::main(stem)),
+        }
+    }
+
+    fn main(native_id: &str) -> Self {
+        Self {
+            native_id: native_id.to_owned(),
+            subagent: false,
         }
     }
 
@@ -387,6 +498,17 @@ impl Identity {
                         subagent: false,
                     })
                 }
+                // A chat's header (as written, or rendered).
+                Harness::GeminiCli => {
+                    let session = text(record.get("sessionId"))?;
+                    let subagent = record.get("kind").and_then(Value::as_str) == Some("subagent");
+                    Some(Self {
+                        native_id: session,
+                        subagent,
+                    })
+                }
+                Harness::QwenCode => text(record.get("sessionId")).map(|id| Self::main(&id)),
+                Harness::Droid | Harness::Cursor | Harness::OpenCode | Harness::CopilotCli => None,
                 Harness::ClaudeCode => {
                     let session = text(record.get("sessionId"))?;
                     let sidechain = record.get("isSidechain").and_then(Value::as_bool);

@@ -16,9 +16,16 @@ use serde_json::Value;
 use super::adapter::AdapterOutput;
 use super::claude::{Claude, ClaudeState};
 use super::codex::{Codex, CodexState};
+use super::copilot::{Copilot, CopilotState};
+use super::cursor::{Cursor as CursorAdapter, CursorState};
 use super::draft::SelfTools;
+use super::droid::{Droid, DroidState};
 use super::files::{self, LogFile};
+use super::gemini::{Gemini, GeminiState};
+use super::opencode::{OpenCode, OpenCodeState};
+use super::qwen::{Qwen, QwenState};
 use super::redact::Redactor;
+use super::rendered;
 use super::session::{BuildSettings, SessionBuilder, SessionState};
 use crate::rows::{CheckpointRow, EventRow, RawChunkRow, SessionRow, TurnRow};
 use crate::tokenize::Indexer;
@@ -87,6 +94,12 @@ struct FileState {
 enum AdapterState {
     Codex(CodexState),
     Claude(ClaudeState),
+    Gemini(GeminiState),
+    Qwen(QwenState),
+    OpenCode(OpenCodeState),
+    Cursor(CursorState),
+    Copilot(CopilotState),
+    Droid(DroidState),
 }
 
 impl FileState {
@@ -95,6 +108,12 @@ impl FileState {
             adapter: match harness {
                 Harness::Codex => AdapterState::Codex(CodexState::default()),
                 Harness::ClaudeCode => AdapterState::Claude(ClaudeState::default()),
+                Harness::GeminiCli => AdapterState::Gemini(GeminiState::default()),
+                Harness::QwenCode => AdapterState::Qwen(QwenState::default()),
+                Harness::OpenCode => AdapterState::OpenCode(OpenCodeState::default()),
+                Harness::Cursor => AdapterState::Cursor(CursorState::default()),
+                Harness::CopilotCli => AdapterState::Copilot(CopilotState::default()),
+                Harness::Droid => AdapterState::Droid(DroidState::default()),
             },
             session: SessionState::default(),
         }
@@ -149,26 +168,29 @@ pub struct DiskLog {
 enum DiskContent {
     /// The file itself (JSON Lines).
     File(File),
-    /// A whole-file JSON session (TypeScript-era Codex `.json`), as the JSON Lines it stands
-    /// for: the file is rewritten as the session grows, and these lines only grow with it.
+    /// A rendering: the JSON Lines a source that is not an append-only log stands for.
     Lines(Vec<u8>),
 }
 
 impl DiskLog {
-    pub fn open(path: &std::path::Path) -> io::Result<Self> {
-        let file = File::open(path)?;
-        let metadata = file.metadata()?;
-        let modified_ms = metadata
+    /// The log at `path`, written by `harness`: the file itself, or its rendering when it is
+    /// not an append-only log (see [`rendered`]).
+    pub fn open(path: &std::path::Path, harness: Harness) -> io::Result<Self> {
+        let modified_ms = std::fs::metadata(rendered::backing_file(path))?
             .modified()
             .ok()
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
             .and_then(|d| i64::try_from(d.as_millis()).ok());
-        let (content, size) = if path.extension().is_some_and(|e| e == "json") {
-            let lines = files::whole_json_as_lines(file, metadata.len())?;
-            let size = lines.len() as u64;
-            (DiskContent::Lines(lines), size)
-        } else {
-            (DiskContent::File(file), metadata.len())
+        let (content, size) = match rendered::render(harness, path)? {
+            Some(lines) => {
+                let size = lines.len() as u64;
+                (DiskContent::Lines(lines), size)
+            }
+            None => {
+                let file = File::open(path)?;
+                let size = file.metadata()?.len();
+                (DiskContent::File(file), size)
+            }
         };
         Ok(Self {
             content,
@@ -180,11 +202,14 @@ impl DiskLog {
 
     /// A file holding a log's archived bytes.
     pub fn archive_copy(path: &std::path::Path) -> io::Result<Self> {
+        let file = File::open(path)?;
+        let size = file.metadata()?.len();
         Ok(Self {
+            content: DiskContent::File(file),
+            size,
             archived: true,
             // The copy's time is not the log's.
             modified_ms: None,
-            ..Self::open(path)?
         })
     }
 
@@ -482,7 +507,7 @@ impl<'a> Reader<'a> {
         stored: &Stored,
         resume: impl FnOnce(&DiskLog) -> io::Result<Resume>,
     ) -> Result<(), WriterGone> {
-        let outcome = DiskLog::open(&file.path).and_then(|log| {
+        let outcome = DiskLog::open(&file.path, file.harness).and_then(|log| {
             let resume = resume(&log)?;
             Ok((log, resume))
         });
@@ -816,6 +841,54 @@ impl Cursor<'_> {
                 claude.read(record, raw, out);
                 *state = claude.state;
             }
+            AdapterState::Gemini(state) => {
+                let mut gemini = Gemini {
+                    state: std::mem::take(state),
+                    self_tools,
+                };
+                gemini.read(record, raw, out);
+                *state = gemini.state;
+            }
+            AdapterState::Qwen(state) => {
+                let mut qwen = Qwen {
+                    state: std::mem::take(state),
+                    self_tools,
+                };
+                qwen.read(record, raw, out);
+                *state = qwen.state;
+            }
+            AdapterState::OpenCode(state) => {
+                let mut opencode = OpenCode {
+                    state: std::mem::take(state),
+                    self_tools,
+                };
+                opencode.read(record, raw, out);
+                *state = opencode.state;
+            }
+            AdapterState::Cursor(state) => {
+                let mut cursor = CursorAdapter {
+                    state: std::mem::take(state),
+                    self_tools,
+                };
+                cursor.read(record, raw, out);
+                *state = cursor.state;
+            }
+            AdapterState::Copilot(state) => {
+                let mut copilot = Copilot {
+                    state: std::mem::take(state),
+                    self_tools,
+                };
+                copilot.read(record, raw, out);
+                *state = copilot.state;
+            }
+            AdapterState::Droid(state) => {
+                let mut droid = Droid {
+                    state: std::mem::take(state),
+                    self_tools,
+                };
+                droid.read(record, raw, out);
+                *state = droid.state;
+            }
         }
         if let Some(title) = out.title.take() {
             self.builder.set_harness_title(&title);
@@ -939,7 +1012,7 @@ mod tests {
             .collect();
         let path = std::env::temp_dir().join(format!("moraine-reader-{}", std::process::id()));
         std::fs::write(&path, &content).unwrap();
-        let disk = DiskLog::open(&path).unwrap();
+        let disk = DiskLog::open(&path, Harness::ClaudeCode).unwrap();
         for base in [0u64, 100, 5000, 20_000] {
             let received = ReceivedLog {
                 base,

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use super::files::{self, Origin};
 use super::push::{AppendError, read_archive};
 use super::reader::{DiskLog, Resume, Stored};
+use super::rendered;
 use super::{IngestError, pipeline, progress_bar, reader::Counters};
 use crate::config::Config;
 use crate::db::{Db, DbError};
@@ -88,7 +89,9 @@ pub async fn run(
             copy_archive(db, checkpoint, &copy).await?;
             from_archive += 1;
             Source::Archive(copy)
-        } else if origin == Origin::Local && Path::new(&checkpoint.path).is_file() {
+        } else if origin == Origin::Local
+            && rendered::backing_file(Path::new(&checkpoint.path)).is_file()
+        {
             from_disk += 1;
             Source::Disk(PathBuf::from(&checkpoint.path))
         } else {
@@ -97,7 +100,11 @@ pub async fn run(
         };
         let size = read_from.size();
         let path = Path::new(&checkpoint.path);
-        let identity = files::Identity::of(harness, path, || files::read_head(read_from.path()));
+        // An archive holds the log as read (rendered already); a log on disk is rendered again.
+        let render_as = matches!(read_from, Source::Disk(_)).then_some(harness);
+        let identity = files::Identity::of(harness, path, || {
+            files::read_head(read_from.path(), render_as)
+        });
         let file = files::describe_log(path, harness, &checkpoint.source, origin, size, identity)
             .map_err(|e| IngestError::Reader(e.to_string()))?;
         jobs.push((file, checkpoint.clone(), read_from));
@@ -109,7 +116,7 @@ pub async fn run(
         for (file, checkpoint, read_from) in &jobs {
             let log = match read_from {
                 Source::Archive(path) => DiskLog::archive_copy(path),
-                Source::Disk(path) => DiskLog::open(path),
+                Source::Disk(path) => DiskLog::open(path, file.harness),
             };
             let log = match log {
                 Ok(log) => log,

@@ -1,0 +1,465 @@
+//! Cursor's agent conversations: the SQLite store `<User>/globalStorage/state.vscdb` (one
+//! `composerData:<id>` document per conversation, its messages as `bubbleId:<id>:<bubble>`
+//! rows, rewritten in place) rendered one bubble per line; and the agent transcripts
+//! `~/.cursor/projects/<project>/agent-transcripts/**/<id>.jsonl`, read as they are appended.
+//!
+//! A turn starts at a user bubble (a `role: user` line with the user's query). In the store it
+//! ends at an answer that nothing but bookkeeping follows (a bubble still being generated is
+//! rewritten, and the conversation rendered again); in a transcript at its `turn_ended` line.
+
+use std::io;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use super::adapter::{AdapterOutput, ToolNames};
+use super::draft::{Draft, Ending, SelfTools, parse_ts, render_call};
+use super::rendered::{self, Rendering, invalid};
+use super::store::{self, Store};
+use crate::vocab::EventType;
+
+const COMPOSER_PREFIX: &str = "composerData:";
+
+/// The conversations of a store with the size of their documents.
+pub(crate) fn sessions(path: &Path) -> io::Result<Vec<(String, u64)>> {
+    Store::open(path)?.snapshot(|db| {
+        if !store::has_table(db, "cursorDiskKV")? {
+            return Ok(Vec::new());
+        }
+        // A key range, so the key index is used (`;` follows `:`).
+        let mut query = db.prepare(
+            "SELECT key, length(value) FROM cursorDiskKV WHERE key >= 'composerData:' AND key < 'composerData;' ORDER BY key",
+        )?;
+        let rows = query.query_map([], |row| {
+            Ok((row.get::<_, String>(0)?, row.get::<_, Option<i64>>(1)?))
+        })?;
+        let mut sessions = Vec::new();
+        for row in rows {
+            let (key, size) = row?;
+            if let Some(id) = key.strip_prefix(COMPOSER_PREFIX) {
+                sessions.push((id.to_owned(), u64::try_from(size.unwrap_or(0)).unwrap_or(0)));
+            }
+        }
+        Ok(sessions)
+    })
+}
+
+/// Renders one conversation of a store (`state.vscdb#<composer>`).
+pub(crate) fn render(path: &Path) -> io::Result<Vec<u8>> {
+    let (store_path, composer) =
+        rendered::store_session(path).ok_or_else(|| invalid("not a Cursor conversation"))?;
+    let composer = composer.to_owned();
+    Store::open(&store_path)?.snapshot(move |db| {
+        let document: Option<String> = db
+            .query_row(
+                "SELECT CAST(value AS TEXT) FROM cursorDiskKV WHERE key = ?1",
+                [format!("{COMPOSER_PREFIX}{composer}")],
+                |row| row.get(0),
+            )
+            .ok();
+        let Some(Value::Object(document)) =
+            document.and_then(|d| serde_json::from_str::<Value>(&d).ok())
+        else {
+            return Ok(Vec::new());
+        };
+        let mut out = Rendering::default();
+        out.push("session", header(&composer, &document));
+        let mut bubble =
+            db.prepare("SELECT CAST(value AS TEXT) FROM cursorDiskKV WHERE key = ?1")?;
+        let mut read_bubble = |id: &str| -> rusqlite::Result<Option<Value>> {
+            let mut rows = bubble.query([format!("bubbleId:{composer}:{id}")])?;
+            Ok(match rows.next()? {
+                Some(row) => row
+                    .get::<_, Option<String>>(0)?
+                    .and_then(|text| serde_json::from_str::<Value>(&text).ok())
+                    .filter(Value::is_object),
+                None => None,
+            })
+        };
+        if let Some(Value::Array(headers)) = document.get("fullConversationHeadersOnly") {
+            for entry in headers {
+                let Some(id) = entry.get("bubbleId").and_then(Value::as_str) else {
+                    continue;
+                };
+                if let Some(found) = read_bubble(id)? {
+                    out.push_value("bubble", found);
+                }
+            }
+        } else if let Some(Value::Array(bubbles)) = document.get("conversation") {
+            // Older documents hold their bubbles inline.
+            for found in bubbles.iter().filter(|b| b.is_object()) {
+                out.push_value("bubble", found.clone());
+            }
+        }
+        Ok(out.into_bytes())
+    })
+}
+
+/// A conversation's header: its id, title, times, model and folder.
+fn header(composer: &str, fields: &Map<String, Value>) -> Map<String, Value> {
+    let document = Value::Object(fields.clone());
+    let mut header = Map::new();
+    header.insert("composerId".into(), Value::String(composer.to_owned()));
+    for key in ["name", "subtitle", "createdAt", "unifiedMode"] {
+        if let Some(value) = fields.get(key).filter(|v| !v.is_null()) {
+            header.insert(key.into(), value.clone());
+        }
+    }
+    if let Some(model) = document
+        .pointer("/modelConfig/modelName")
+        .and_then(Value::as_str)
+        .filter(|m| *m != "default")
+    {
+        header.insert("model".into(), Value::String(model.to_owned()));
+    }
+    if let Some(folder) = document
+        .pointer("/workspaceIdentifier/uri/fsPath")
+        .and_then(Value::as_str)
+    {
+        header.insert("cwd".into(), Value::String(folder.to_owned()));
+    }
+    header
+}
+
+/// Tool statuses that mean the tool has finished.
+const FINISHED: &[&str] = &["completed", "error", "cancelled", "rejected", "skipped"];
+
+/// Adapter state carried across runs in the checkpoint.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub(crate) struct CursorState {
+    tools: ToolNames,
+    model: String,
+    /// Tool calls in a transcript have no ids: they are numbered.
+    calls: u64,
+}
+
+pub(crate) struct Cursor<'a> {
+    pub state: CursorState,
+    pub self_tools: &'a SelfTools,
+}
+
+impl Cursor<'_> {
+    /// Normalises one record: rendered from the store, or a transcript line.
+    pub(crate) fn read(&mut self, record: &Value, raw: &str, out: &mut AdapterOutput) {
+        match record.get("record").and_then(Value::as_str) {
+            Some("session") => {
+                if let Some(cwd) = record.get("cwd").and_then(Value::as_str) {
+                    out.cwd = Some(cwd.to_owned());
+                }
+                if let Some(model) = record.get("model").and_then(Value::as_str) {
+                    self.state.model = model.to_owned();
+                }
+                let title = ["name", "subtitle"].iter().find_map(|k| {
+                    record
+                        .get(*k)
+                        .and_then(Value::as_str)
+                        .filter(|t| !t.is_empty())
+                });
+                if let Some(title) = title {
+                    out.title = Some(title.to_owned());
+                }
+            }
+            Some("bubble") => self.bubble(record, raw, &mut out.drafts),
+            Some(_) => out.drafts.push(Draft::new(
+                EventType::Unknown,
+                None,
+                String::new(),
+                raw.to_owned(),
+            )),
+            None => self.line(record, raw, &mut out.drafts),
+        }
+    }
+
+    fn bubble(&mut self, bubble: &Value, raw: &str, drafts: &mut Vec<Draft>) {
+        let ts = parse_ts(bubble.get("createdAt"))
+            .or_else(|| bubble.get("createdAt").and_then(Value::as_i64))
+            .or_else(|| bubble.get("timestamp").and_then(Value::as_i64));
+        if let Some(model) = bubble
+            .pointer("/modelInfo/modelName")
+            .and_then(Value::as_str)
+            .filter(|m| !m.is_empty() && *m != "default")
+        {
+            self.state.model = model.to_owned();
+        }
+        let text = bubble.get("text").and_then(Value::as_str).unwrap_or("");
+        let user = matches!(bubble.get("type"), Some(Value::Number(n)) if n.as_i64() == Some(1))
+            || bubble.get("type").and_then(Value::as_str) == Some("user");
+        if user {
+            if text.trim().is_empty() {
+                return;
+            }
+            let mut draft = Draft::new(EventType::UserInput, ts, text.to_owned(), raw.to_owned());
+            draft.starts_turn = true;
+            drafts.push(draft);
+            return;
+        }
+        let model = self.state.model.clone();
+        if let Some(thinking) = bubble
+            .pointer("/thinking/text")
+            .and_then(Value::as_str)
+            .filter(|t| !t.trim().is_empty())
+        {
+            let mut draft = Draft::new(
+                EventType::Reasoning,
+                ts,
+                thinking.to_owned(),
+                raw.to_owned(),
+            );
+            draft.model.clone_from(&model);
+            drafts.push(draft);
+        }
+        if let Some(tool) = bubble.get("toolFormerData").filter(|t| t.is_object()) {
+            self.tool(tool, bubble, ts, &model, drafts);
+            return;
+        }
+        if !text.trim().is_empty() {
+            let mut draft = Draft::new(
+                EventType::AssistantResponse,
+                ts,
+                text.to_owned(),
+                raw.to_owned(),
+            );
+            draft.model = model;
+            draft.may_end_turn = true;
+            drafts.push(draft);
+        }
+    }
+
+    /// A tool bubble: the call, and its result once it has finished.
+    fn tool(
+        &mut self,
+        tool: &Value,
+        bubble: &Value,
+        ts: Option<i64>,
+        model: &str,
+        drafts: &mut Vec<Draft>,
+    ) {
+        let name = tool.get("name").and_then(Value::as_str).unwrap_or("tool");
+        let id = tool
+            .get("toolCallId")
+            .and_then(Value::as_str)
+            .or_else(|| bubble.get("bubbleId").and_then(Value::as_str))
+            .unwrap_or("");
+        let arguments = ["rawArgs", "params"]
+            .iter()
+            .map(|k| json_field(tool.get(*k)))
+            .find(|v| !v.is_null())
+            .unwrap_or(Value::Null);
+        let mut call_raw = tool.clone();
+        if let Some(fields) = call_raw.as_object_mut() {
+            fields.remove("result");
+        }
+        let mut call = Draft::new(
+            EventType::ToolCall,
+            ts,
+            render_call(name, &arguments),
+            call_raw.to_string(),
+        );
+        call.model = model.to_owned();
+        self.state.tools.record_call(
+            &mut call,
+            name.to_owned(),
+            id.to_owned(),
+            &arguments,
+            self.self_tools,
+        );
+        drafts.push(call);
+        let status = tool.get("status").and_then(Value::as_str).unwrap_or("");
+        if !FINISHED.contains(&status) {
+            return;
+        }
+        let result = json_field(tool.get("result"));
+        let text = match &result {
+            Value::String(text) => text.clone(),
+            Value::Object(fields) => ["output", "contents"]
+                .iter()
+                .find_map(|k| fields.get(*k).and_then(Value::as_str))
+                .map_or_else(|| result.to_string(), str::to_owned),
+            Value::Null => tool
+                .pointer("/error/clientVisibleErrorMessage")
+                .and_then(Value::as_str)
+                .unwrap_or(status)
+                .to_owned(),
+            other => other.to_string(),
+        };
+        let mut response = Draft::new(
+            EventType::ToolResponse,
+            ts,
+            text,
+            json!({"toolCallId": id, "status": status, "result": result}).to_string(),
+        );
+        self.state.tools.name_result(&mut response, id.to_owned());
+        let exit = ["exitCodeV2", "exitCode"]
+            .iter()
+            .find_map(|k| result.get(*k).and_then(Value::as_i64));
+        if name.starts_with("run_terminal") {
+            // The exit code is left out when it is 0.
+            response.exit_code = exit.and_then(|c| i32::try_from(c).ok()).or(Some(0));
+        }
+        response.is_error = matches!(status, "error" | "rejected")
+            || tool.get("error").is_some_and(|e| !e.is_null())
+            || response.exit_code.is_some_and(|c| c != 0);
+        if status == "cancelled" {
+            response.ending = Some(Ending::Interrupted);
+        }
+        drafts.push(response);
+    }
+
+    /// A transcript line: `{role, message: {content}}` or `{type: turn_ended}`.
+    fn line(&mut self, record: &Value, raw: &str, drafts: &mut Vec<Draft>) {
+        if record.get("type").and_then(Value::as_str) == Some("turn_ended") {
+            let status = record.get("status").and_then(Value::as_str).unwrap_or("");
+            let error = record.get("error").and_then(Value::as_str).unwrap_or("");
+            let mut draft = Draft::new(
+                EventType::Runtime,
+                None,
+                if error.is_empty() {
+                    format!("turn ended: {status}")
+                } else {
+                    error.to_owned()
+                },
+                raw.to_owned(),
+            );
+            draft.ending = Some(match status {
+                "success" => Ending::Completed,
+                _ if error.contains("abort") => Ending::Interrupted,
+                _ => Ending::Failed,
+            });
+            draft.is_error = draft.ending == Some(Ending::Failed);
+            drafts.push(draft);
+            return;
+        }
+        let role = record.get("role").and_then(Value::as_str).unwrap_or("");
+        let content = record.pointer("/message/content").unwrap_or(&Value::Null);
+        let blocks: Vec<Value> = match content {
+            Value::String(text) => vec![json!({"type": "text", "text": text})],
+            Value::Array(blocks) => blocks.clone(),
+            _ => Vec::new(),
+        };
+        for block in &blocks {
+            let kind = block.get("type").and_then(Value::as_str).unwrap_or("");
+            let text = block.get("text").and_then(Value::as_str).unwrap_or("");
+            let raw = block.to_string();
+            let draft = match (role, kind) {
+                ("user", "text") => {
+                    let (typed, ts) = user_query(text);
+                    if typed.is_empty() {
+                        let mut d = Draft::new(EventType::System, ts, text.to_owned(), raw);
+                        d.bookkeeping = true;
+                        d
+                    } else {
+                        let mut d = Draft::new(EventType::UserInput, ts, typed, raw);
+                        d.starts_turn = true;
+                        d
+                    }
+                }
+                ("assistant", "text") => {
+                    Draft::new(EventType::AssistantResponse, None, text.to_owned(), raw)
+                }
+                (_, "thinking") => {
+                    let thought = block.get("thinking").and_then(Value::as_str).unwrap_or("");
+                    if thought.trim().is_empty() || thought == "[REDACTED]" {
+                        continue;
+                    }
+                    Draft::new(EventType::Reasoning, None, thought.to_owned(), raw)
+                }
+                (_, "redacted") => continue,
+                (_, "tool_use") => {
+                    let name = block.get("name").and_then(Value::as_str).unwrap_or("tool");
+                    let input = block.get("input").unwrap_or(&Value::Null);
+                    self.state.calls += 1;
+                    let mut d =
+                        Draft::new(EventType::ToolCall, None, render_call(name, input), raw);
+                    let id = format!("call-{}", self.state.calls);
+                    self.state.tools.record_call(
+                        &mut d,
+                        name.to_owned(),
+                        id,
+                        input,
+                        self.self_tools,
+                    );
+                    d
+                }
+                (_, "tool_result" | "command_output") => {
+                    let output = block
+                        .get("output")
+                        .or_else(|| block.get("content"))
+                        .map(|o| o.as_str().map_or_else(|| o.to_string(), str::to_owned))
+                        .unwrap_or_default();
+                    let mut d = Draft::new(EventType::ToolResponse, None, output, raw);
+                    // Results name no call: they answer the latest one.
+                    let id = format!("call-{}", self.state.calls);
+                    self.state.tools.name_result(&mut d, id);
+                    d
+                }
+                ("system", _) => {
+                    let mut d = Draft::new(EventType::System, None, text.to_owned(), raw);
+                    d.bookkeeping = true;
+                    d
+                }
+                _ => Draft::new(EventType::Unknown, None, text.to_owned(), raw),
+            };
+            drafts.push(draft);
+        }
+    }
+}
+
+/// A field that holds JSON, as a string or as itself.
+fn json_field(value: Option<&Value>) -> Value {
+    match value {
+        Some(Value::String(text)) if text.is_empty() => Value::Null,
+        Some(Value::String(text)) => {
+            serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.clone()))
+        }
+        Some(other) => other.clone(),
+        None => Value::Null,
+    }
+}
+
+/// What the user typed in a transcript's user text (`<user_query>…</user_query>`, after an
+/// optional `<timestamp>` tag and before `<context>`), and the tag's time when it parses.
+fn user_query(text: &str) -> (String, Option<i64>) {
+    let between = |open: &str, close: &str| {
+        let start = text.find(open)? + open.len();
+        let end = text[start..].find(close)? + start;
+        Some(text[start..end].trim().to_owned())
+    };
+    let ts = between("<timestamp>", "</timestamp>").and_then(|t| crate::text::rfc3339_ms(&t));
+    if let Some(query) = between("<user_query>", "</user_query>") {
+        return (query, ts);
+    }
+    let injected = ["<user_info>", "<context>", "<system_reminder>"];
+    if injected
+        .iter()
+        .any(|tag| text.trim_start().starts_with(tag))
+    {
+        return (String::new(), ts);
+    }
+    let plain = match text.find("</timestamp>") {
+        Some(end) => text[end + "</timestamp>".len()..].trim(),
+        None => text.trim(),
+    };
+    (plain.to_owned(), ts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_the_user_query_is_what_the_user_typed() {
+        let text = "<timestamp>Monday, Sep 1, 2026</timestamp>\n<user_query>\nrun the tests\n</user_query>\n<context>x</context>";
+        assert_eq!(user_query(text).0, "run the tests");
+        assert_eq!(user_query("plain words").0, "plain words");
+        assert_eq!(user_query("<user_info>os: linux</user_info>").0, "");
+    }
+
+    #[test]
+    fn test_fields_hold_json_as_strings_or_values() {
+        assert_eq!(json_field(Some(&json!("{\"a\":1}"))), json!({"a": 1}));
+        assert_eq!(json_field(Some(&json!({"a": 1}))), json!({"a": 1}));
+        assert_eq!(json_field(Some(&json!(""))), Value::Null);
+        assert_eq!(json_field(Some(&json!("not json"))), json!("not json"));
+    }
+}

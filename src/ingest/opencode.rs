@@ -1,0 +1,589 @@
+//! OpenCode sessions — the SQLite store `~/.local/share/opencode/opencode*.db` (tables
+//! `session`, `message`, `part`; and `session_message` in 2.x) and the JSON tree
+//! `storage/{session,message,part}/` of versions before 1.2 — rendered one message per line and
+//! normalised into draft events.
+//!
+//! Rows are rewritten in place as a reply streams (a tool part goes pending → running →
+//! completed), so a session is rendered as it stands and read on where it only grew. A turn
+//! starts at a user message with text the user wrote (not a synthetic one); it ends at an
+//! assistant message whose finish reason is not a request for tools, or at an error.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, OptionalExtension};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use super::adapter::{AdapterOutput, ToolNames};
+use super::draft::{Draft, Ending, SelfTools, render_call};
+use super::rendered::{self, Rendering, invalid};
+use super::store::{self, Store};
+use crate::vocab::EventType;
+
+/// The sessions of a store with an estimate of their size (the bytes of their rows).
+pub(crate) fn sessions(path: &Path) -> io::Result<Vec<(String, u64)>> {
+    Store::open(path)?.snapshot(|db| {
+        let mut sessions = Vec::new();
+        if store::has_table(db, "session")? {
+            let mut query = db.prepare(
+                "SELECT s.id, coalesce((SELECT sum(length(data)) FROM part p WHERE p.session_id = s.id), 0)
+                      + coalesce((SELECT sum(length(data)) FROM message m WHERE m.session_id = s.id), 0)
+                 FROM session s ORDER BY s.time_created, s.id",
+            )?;
+            sessions = query
+                .query_map([], |row| Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?)))?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+        }
+        if store::has_table(db, "session_message")? {
+            let mut query = db.prepare(
+                "SELECT session_id, sum(length(data)) FROM session_message GROUP BY session_id",
+            )?;
+            for row in query.query_map([], |row| Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?)))? {
+                let (id, size) = row?;
+                match sessions.iter_mut().find(|(known, _)| *known == id) {
+                    Some(known) => known.1 = known.1.max(size),
+                    None => sessions.push((id, size)),
+                }
+            }
+        }
+        Ok(sessions
+            .into_iter()
+            .map(|(id, size)| (id, u64::try_from(size).unwrap_or(0)))
+            .collect())
+    })
+}
+
+/// Renders one session: of a store (`opencode.db#<session>`) or of the JSON tree (the
+/// session's file `storage/session/<project>/<session>.json`).
+pub(crate) fn render(path: &Path) -> io::Result<Vec<u8>> {
+    match rendered::store_session(path) {
+        Some((store, session)) => render_stored(&store, session),
+        None => render_tree(path),
+    }
+}
+
+fn render_stored(path: &Path, session: &str) -> io::Result<Vec<u8>> {
+    let session = session.to_owned();
+    Store::open(path)?.snapshot(move |db| {
+        let mut out = Rendering::default();
+        out.push("session", stored_session(db, &session)?);
+        if store::has_table(db, "session_message")? {
+            // OpenCode 2: one row per conversation item, in order.
+            let mut query = db.prepare(
+                "SELECT id, type, data FROM session_message WHERE session_id = ?1 ORDER BY seq, id",
+            )?;
+            let mut rows = query.query([&session])?;
+            let mut any = false;
+            while let Some(row) = rows.next()? {
+                any = true;
+                let mut fields = Map::new();
+                fields.insert("id".into(), Value::String(row.get(0)?));
+                fields.insert("type".into(), Value::String(row.get(1)?));
+                fields.insert("data".into(), parse(&row.get::<_, String>(2)?));
+                out.push("item", fields);
+            }
+            if any {
+                return Ok(out.into_bytes());
+            }
+        }
+        let mut parts = db.prepare(
+            "SELECT id, data FROM part WHERE message_id = ?1 ORDER BY id",
+        )?;
+        let mut messages = db.prepare(
+            "SELECT id, time_created, data FROM message WHERE session_id = ?1 ORDER BY time_created, id",
+        )?;
+        let mut rows = messages.query([&session])?;
+        while let Some(row) = rows.next()? {
+            let id: String = row.get(0)?;
+            let created: i64 = row.get(1)?;
+            let info = parse(&row.get::<_, String>(2)?);
+            let part_values = parts
+                .query_map([&id], |part| {
+                    let mut value = parse(&part.get::<_, String>(1)?);
+                    if let Value::Object(fields) = &mut value {
+                        fields.insert("id".into(), Value::String(part.get(0)?));
+                    }
+                    Ok(value)
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            out.push_value(
+                "message",
+                json!({"id": id, "created": created, "info": info, "parts": part_values}),
+            );
+        }
+        Ok(out.into_bytes())
+    })
+}
+
+/// The session's header: its id, title, directory, parent and project.
+fn stored_session(db: &Connection, session: &str) -> rusqlite::Result<Map<String, Value>> {
+    let mut header = Map::new();
+    header.insert("id".into(), Value::String(session.to_owned()));
+    for table in ["session", "session_v2"] {
+        if !store::has_table(db, table)? {
+            continue;
+        }
+        let columns = store::columns(db, table)?;
+        let wanted: Vec<&str> = ["title", "directory", "parent_id", "time_created", "version"]
+            .into_iter()
+            .filter(|c| columns.iter().any(|have| have == c))
+            .collect();
+        if wanted.is_empty() {
+            continue;
+        }
+        // Column names come from the list above, never from input.
+        let sql = format!("SELECT {} FROM {table} WHERE id = ?1", wanted.join(", "));
+        let found = db
+            .query_row(&sql, [session], |row| {
+                let mut values = Vec::new();
+                for i in 0..wanted.len() {
+                    let value: rusqlite::types::Value = row.get(i)?;
+                    values.push(match value {
+                        rusqlite::types::Value::Text(text) => Value::String(text),
+                        rusqlite::types::Value::Integer(n) => Value::from(n),
+                        _ => Value::Null,
+                    });
+                }
+                Ok(values)
+            })
+            .optional()?;
+        if let Some(values) = found {
+            for (column, value) in wanted.iter().zip(values) {
+                if !value.is_null() {
+                    header.insert((*column).to_owned(), value);
+                }
+            }
+            break;
+        }
+    }
+    Ok(header)
+}
+
+fn parse(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned()))
+}
+
+/// A session of the JSON tree: `storage/session/<project>/<id>.json`, its messages in
+/// `storage/message/<id>/`, their parts in `storage/part/<message>/`.
+fn render_tree(path: &Path) -> io::Result<Vec<u8>> {
+    let storage = path
+        .ancestors()
+        .nth(3)
+        .ok_or_else(|| invalid("not an OpenCode session file"))?;
+    let info: Value = read_json(path)?;
+    let id = info
+        .get("id")
+        .and_then(Value::as_str)
+        .ok_or_else(|| invalid("not an OpenCode session (no id)"))?
+        .to_owned();
+    let mut header = Map::new();
+    header.insert("id".into(), Value::String(id.clone()));
+    for (from, to) in [
+        ("title", "title"),
+        ("directory", "directory"),
+        ("parentID", "parent_id"),
+        ("version", "version"),
+    ] {
+        if let Some(value) = info.get(from).filter(|v| !v.is_null()) {
+            header.insert(to.into(), value.clone());
+        }
+    }
+    if let Some(created) = info.pointer("/time/created") {
+        header.insert("time_created".into(), created.clone());
+    }
+    let mut out = Rendering::default();
+    out.push("session", header);
+    for message_path in json_files(&storage.join("message").join(&id))? {
+        // A file being written can be cut short: it is read when whole, next time.
+        let Ok(mut message) = read_json(&message_path) else {
+            continue;
+        };
+        let message_id = message
+            .get("id")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .unwrap_or_else(|| stem(&message_path));
+        let created = message
+            .pointer("/time/created")
+            .cloned()
+            .unwrap_or(Value::Null);
+        if let Value::Object(fields) = &mut message {
+            fields.remove("id");
+            fields.remove("sessionID");
+        }
+        let parts: Vec<Value> = json_files(&storage.join("part").join(&message_id))?
+            .iter()
+            .filter_map(|p| read_json(p).ok())
+            .collect();
+        out.push_value(
+            "message",
+            json!({"id": message_id, "created": created, "info": message, "parts": parts}),
+        );
+    }
+    Ok(out.into_bytes())
+}
+
+/// The `.json` files in `dir`, by name (OpenCode's ids sort in creation order); none when
+/// `dir` does not exist.
+fn json_files(dir: &Path) -> io::Result<Vec<PathBuf>> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+fn read_json(path: &Path) -> io::Result<Value> {
+    serde_json::from_slice(&rendered::read_source(path)?)
+        .map_err(|e| invalid(format!("{}: {e}", path.display())))
+}
+
+fn stem(path: &Path) -> String {
+    path.file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Finish reasons after which the agent goes on (it asked for tools).
+const CONTINUING: &[&str] = &["tool-calls", "unknown"];
+
+/// Adapter state carried across runs in the checkpoint.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub(crate) struct OpenCodeState {
+    tools: ToolNames,
+}
+
+pub(crate) struct OpenCode<'a> {
+    pub state: OpenCodeState,
+    pub self_tools: &'a SelfTools,
+}
+
+impl OpenCode<'_> {
+    /// Normalises one rendered record.
+    pub(crate) fn read(&mut self, record: &Value, raw: &str, out: &mut AdapterOutput) {
+        match record.get("record").and_then(Value::as_str) {
+            Some("session") => {
+                if let Some(dir) = record.get("directory").and_then(Value::as_str) {
+                    out.cwd = Some(dir.to_owned());
+                }
+                let title = record.get("title").and_then(Value::as_str).unwrap_or("");
+                // Until OpenCode names a session it is "New session - <time>".
+                if !title.is_empty() && !is_default_title(title) {
+                    out.title = Some(title.to_owned());
+                }
+            }
+            Some("message") => self.message(record, out),
+            Some("item") => self.item(record, raw, out),
+            _ => out.drafts.push(Draft::new(
+                EventType::Unknown,
+                None,
+                String::new(),
+                raw.to_owned(),
+            )),
+        }
+    }
+
+    fn message(&mut self, record: &Value, out: &mut AdapterOutput) {
+        let info = record.get("info").unwrap_or(&Value::Null);
+        let ts = info
+            .pointer("/time/created")
+            .or_else(|| record.get("created"))
+            .and_then(Value::as_i64);
+        let parts = record
+            .get("parts")
+            .and_then(Value::as_array)
+            .map_or(&[][..], Vec::as_slice);
+        let role = info.get("role").and_then(Value::as_str).unwrap_or("");
+        let model = info
+            .get("modelID")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        if let Some(cwd) = info.pointer("/path/cwd").and_then(Value::as_str) {
+            out.cwd = Some(cwd.to_owned());
+        }
+        let summary = info.get("summary").and_then(Value::as_bool) == Some(true);
+        let mut drafts = Vec::new();
+        for part in parts {
+            let raw = part.to_string();
+            let pts = part.pointer("/time/start").and_then(Value::as_i64).or(ts);
+            let text = || {
+                part.get("text")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned()
+            };
+            let kind = part.get("type").and_then(Value::as_str).unwrap_or("");
+            let mut draft = match (role, kind) {
+                (_, "text") if summary => Draft::new(EventType::Compaction, pts, text(), raw),
+                ("user", "text") => {
+                    let injected = part.get("synthetic").and_then(Value::as_bool) == Some(true);
+                    if injected {
+                        let mut d = Draft::new(EventType::System, pts, text(), raw);
+                        d.bookkeeping = true;
+                        d
+                    } else {
+                        let mut d = Draft::new(EventType::UserInput, pts, text(), raw);
+                        d.starts_turn = true;
+                        d
+                    }
+                }
+                ("user", "file") => {
+                    let name = ["filename", "url"]
+                        .iter()
+                        .find_map(|k| part.get(*k).and_then(Value::as_str))
+                        .unwrap_or("file");
+                    Draft::new(EventType::UserInput, pts, format!("[{name}]"), raw)
+                }
+                ("user", "compaction") => Draft::new(
+                    EventType::Compaction,
+                    pts,
+                    "context compaction requested".into(),
+                    raw,
+                ),
+                ("user", "agent" | "subtask") => {
+                    let what = ["prompt", "name"]
+                        .iter()
+                        .find_map(|k| part.get(*k).and_then(Value::as_str))
+                        .unwrap_or("");
+                    Draft::new(EventType::UserInput, pts, what.to_owned(), raw)
+                }
+                (_, "text") => {
+                    let mut d = Draft::new(EventType::AssistantResponse, pts, text(), raw);
+                    d.model.clone_from(&model);
+                    d
+                }
+                (_, "reasoning") => {
+                    let mut d = Draft::new(EventType::Reasoning, pts, text(), raw);
+                    d.model.clone_from(&model);
+                    d
+                }
+                (_, "tool") => {
+                    self.tool(part, pts, &model, &mut drafts);
+                    continue;
+                }
+                // Steps, snapshots and patches: the agent's bookkeeping.
+                (_, "step-start" | "step-finish" | "snapshot" | "patch" | "retry") => continue,
+                _ => Draft::new(EventType::Unknown, pts, text(), raw),
+            };
+            if draft.text.is_empty() && draft.event_type != EventType::Unknown {
+                continue;
+            }
+            draft.model.clone_from(&model);
+            drafts.push(draft);
+        }
+        if role == "assistant" {
+            self.ending(info, ts, &mut drafts);
+        }
+        // A user message holding only a synthetic prompt ("continue") starts no turn.
+        out.drafts.extend(drafts);
+    }
+
+    /// How an assistant message ends its turn: an error, or a finish reason that is not a
+    /// request for tools (its last answer is then the final one).
+    fn ending(&self, info: &Value, ts: Option<i64>, drafts: &mut Vec<Draft>) {
+        if let Some(error) = info.get("error").filter(|e| !e.is_null()) {
+            let name = error.get("name").and_then(Value::as_str).unwrap_or("error");
+            let message = error
+                .pointer("/data/message")
+                .and_then(Value::as_str)
+                .unwrap_or(name);
+            let ended = info
+                .pointer("/time/completed")
+                .and_then(Value::as_i64)
+                .or(ts);
+            let mut draft = Draft::new(
+                EventType::Runtime,
+                ended,
+                message.to_owned(),
+                error.to_string(),
+            );
+            if name == "MessageAbortedError" {
+                draft.ending = Some(Ending::Interrupted);
+            } else {
+                draft.is_error = true;
+                draft.ending = Some(Ending::Failed);
+            }
+            drafts.push(draft);
+            return;
+        }
+        let finish = info.get("finish").and_then(Value::as_str).unwrap_or("");
+        let completed = info.pointer("/time/completed").is_some();
+        if completed && !finish.is_empty() && !CONTINUING.contains(&finish) {
+            if let Some(answer) = drafts
+                .iter_mut()
+                .rev()
+                .find(|d| d.event_type == EventType::AssistantResponse)
+            {
+                answer.ending = Some(Ending::Completed);
+            } else if let Some(last) = drafts.last_mut() {
+                last.ending = Some(Ending::Completed);
+            }
+        }
+    }
+
+    /// A tool part: the call, and its result once it has one.
+    fn tool(&mut self, part: &Value, ts: Option<i64>, model: &str, drafts: &mut Vec<Draft>) {
+        let name = part.get("tool").and_then(Value::as_str).unwrap_or("tool");
+        let id = part.get("callID").and_then(Value::as_str).unwrap_or("");
+        let state = part.get("state").unwrap_or(&Value::Null);
+        let input = state.get("input").unwrap_or(&Value::Null);
+        let mut call_raw = part.clone();
+        if let Some(state) = call_raw.get_mut("state").and_then(Value::as_object_mut) {
+            state.remove("output");
+            state.remove("metadata");
+        }
+        let mut call = Draft::new(
+            EventType::ToolCall,
+            ts,
+            render_call(name, input),
+            call_raw.to_string(),
+        );
+        call.model = model.to_owned();
+        self.state.tools.record_call(
+            &mut call,
+            name.to_owned(),
+            id.to_owned(),
+            input,
+            self.self_tools,
+        );
+        drafts.push(call);
+        let status = state.get("status").and_then(Value::as_str).unwrap_or("");
+        let text = match status {
+            "completed" => state.get("output").and_then(Value::as_str),
+            "error" => state.get("error").and_then(Value::as_str),
+            _ => return,
+        }
+        .unwrap_or("")
+        .to_owned();
+        let ended = state.pointer("/time/end").and_then(Value::as_i64).or(ts);
+        let mut result = Draft::new(EventType::ToolResponse, ended, text, state.to_string());
+        self.state.tools.name_result(&mut result, id.to_owned());
+        result.is_error = status == "error";
+        if name == "bash" {
+            result.exit_code = state
+                .pointer("/metadata/exit")
+                .and_then(Value::as_i64)
+                .and_then(|c| i32::try_from(c).ok());
+        }
+        drafts.push(result);
+    }
+
+    /// An OpenCode 2 conversation item.
+    fn item(&mut self, record: &Value, raw: &str, out: &mut AdapterOutput) {
+        let data = record.get("data").unwrap_or(&Value::Null);
+        let ts = data.pointer("/time/created").and_then(Value::as_i64);
+        let text = |key: &str| {
+            data.get(key)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned()
+        };
+        let drafts = &mut out.drafts;
+        match record.get("type").and_then(Value::as_str).unwrap_or("") {
+            "user" => {
+                let mut draft = Draft::new(EventType::UserInput, ts, text("text"), raw.to_owned());
+                draft.starts_turn = true;
+                drafts.push(draft);
+            }
+            "assistant" => {
+                let model = data
+                    .pointer("/model/id")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned();
+                let mut made = Vec::new();
+                for content in data
+                    .get("content")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    let body = content
+                        .get("text")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_owned();
+                    match content.get("type").and_then(Value::as_str).unwrap_or("") {
+                        "text" => made.push(Draft::new(
+                            EventType::AssistantResponse,
+                            ts,
+                            body,
+                            content.to_string(),
+                        )),
+                        "reasoning" => made.push(Draft::new(
+                            EventType::Reasoning,
+                            ts,
+                            body,
+                            content.to_string(),
+                        )),
+                        "tool" => {
+                            // The 2.x shape, as a 1.x tool part.
+                            let state = content.get("state").cloned().unwrap_or(Value::Null);
+                            let output: Vec<&str> = state
+                                .get("content")
+                                .and_then(Value::as_array)
+                                .into_iter()
+                                .flatten()
+                                .filter_map(|c| c.get("text").and_then(Value::as_str))
+                                .collect();
+                            let mut part = json!({"tool": content.get("name"), "callID": content.get("id"), "state": state});
+                            if let Some(state) = part["state"].as_object_mut() {
+                                state.insert("output".into(), Value::String(output.join("\n")));
+                            }
+                            self.tool(&part, ts, &model, &mut made);
+                        }
+                        _ => {}
+                    }
+                }
+                for draft in &mut made {
+                    draft.model.clone_from(&model);
+                }
+                self.ending(data, ts, &mut made);
+                drafts.extend(made);
+            }
+            "compaction" => drafts.push(Draft::new(
+                EventType::Compaction,
+                ts,
+                text("summary"),
+                raw.to_owned(),
+            )),
+            "shell" => {
+                let mut call = Draft::new(EventType::ToolCall, ts, text("command"), raw.to_owned());
+                call.tool_name = "shell".into();
+                let mut result =
+                    Draft::new(EventType::ToolResponse, ts, text("output"), raw.to_owned());
+                result.tool_name = "shell".into();
+                drafts.extend([call, result]);
+            }
+            other => {
+                let body = ["text", "model", "agent"]
+                    .iter()
+                    .find_map(|k| data.get(*k).and_then(Value::as_str))
+                    .unwrap_or("");
+                let mut draft = Draft::new(
+                    EventType::System,
+                    ts,
+                    format!("{}: {body}", other.replace('-', " ")),
+                    raw.to_owned(),
+                );
+                draft.bookkeeping = true;
+                drafts.push(draft);
+            }
+        }
+    }
+}
+
+/// OpenCode's placeholder titles.
+fn is_default_title(title: &str) -> bool {
+    title.starts_with("New session - ") || title.starts_with("Child session - ")
+}

@@ -1,0 +1,200 @@
+//! Sources that are not append-only logs (whole-file JSON rewritten as it grows, logs whose
+//! records rewind or replace earlier ones, SQLite stores), rendered as the JSON Lines the reader
+//! follows.
+//!
+//! A rendering lists a session's records as they stand now, one per line, oldest first. Each
+//! line carries `chain`, a hash of every line before it, so a change anywhere in the session
+//! changes every later line: the head and tail fingerprints of a checkpoint then notice an edit
+//! in the middle as surely as a rewrite, locally and for a pushed copy alike. A session that only
+//! grew renders as the old lines followed by new ones, and is read on from its checkpoint.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use super::files;
+use crate::vocab::Harness;
+
+/// Largest source read into memory to be rendered.
+pub const MAX_SOURCE_BYTES: u64 = 256 << 20;
+
+/// The separator between a store's path and the id of one session in it (`opencode.db#ses_1`):
+/// a session of a store is read as a log of its own.
+pub const STORE_SESSION_SEPARATOR: char = '#';
+
+/// Lines being rendered.
+#[derive(Debug, Default)]
+pub struct Rendering {
+    bytes: Vec<u8>,
+    chain: u64,
+}
+
+impl Rendering {
+    /// Appends one record: `kind` names what it is, `fields` are its content.
+    pub fn push(&mut self, kind: &str, fields: Map<String, Value>) {
+        let mut record = Map::with_capacity(fields.len() + 2);
+        record.insert("record".into(), Value::String(kind.into()));
+        record.insert(
+            "chain".into(),
+            Value::String(format!("{:016x}", self.chain)),
+        );
+        record.extend(fields);
+        let start = self.bytes.len();
+        serde_json::to_writer(&mut self.bytes, &Value::Object(record))
+            .expect("a JSON value serialises");
+        self.bytes.push(b'\n');
+        self.chain = xxhash_rust::xxh3::xxh3_64_with_seed(&self.bytes[start..], self.chain);
+    }
+
+    /// Appends a record given as a JSON object (anything else is wrapped as `value`).
+    pub fn push_value(&mut self, kind: &str, value: Value) {
+        match value {
+            Value::Object(fields) => self.push(kind, fields),
+            other => {
+                let mut fields = Map::new();
+                fields.insert("value".into(), other);
+                self.push(kind, fields);
+            }
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.bytes
+    }
+}
+
+/// A store path and the session in it, for a path written `store#session`.
+pub fn store_session(path: &Path) -> Option<(PathBuf, &str)> {
+    let text = path.to_str()?;
+    let (store, session) = text.rsplit_once(STORE_SESSION_SEPARATOR)?;
+    (!session.is_empty() && !session.contains('/')).then(|| (PathBuf::from(store), session))
+}
+
+/// The path of one session of a store.
+pub fn store_session_path(store: &Path, session: &str) -> PathBuf {
+    let mut text = store.as_os_str().to_owned();
+    text.push(STORE_SESSION_SEPARATOR.to_string());
+    text.push(session);
+    PathBuf::from(text)
+}
+
+/// Whether the log at `path` is read rendered rather than as the bytes on disk.
+pub fn is_rendered(harness: Harness, path: &Path) -> bool {
+    let json = path.extension().is_some_and(|e| e == "json");
+    match harness {
+        Harness::Codex => json,
+        Harness::GeminiCli | Harness::QwenCode | Harness::OpenCode => true,
+        Harness::Cursor => store_session(path).is_some(),
+        Harness::ClaudeCode | Harness::CopilotCli | Harness::Droid => false,
+    }
+}
+
+/// The file whose time and existence stand for the log at `path` (a store for its sessions).
+pub fn backing_file(path: &Path) -> PathBuf {
+    match store_session(path) {
+        Some((store, _)) if !path.exists() => store,
+        _ => path.to_owned(),
+    }
+}
+
+/// The sessions of the store at `path` with an estimate of their size, or `None` when `path`
+/// is not a store of `harness`.
+pub fn store_sessions(harness: Harness, path: &Path) -> Option<io::Result<Vec<(String, u64)>>> {
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    match (harness, ext) {
+        (Harness::OpenCode, "db") => Some(super::opencode::sessions(path)),
+        (Harness::Cursor, "vscdb") => Some(super::cursor::sessions(path)),
+        _ => None,
+    }
+}
+
+/// Renders the log at `path` as JSON Lines, or `None` when it is read as it is on disk.
+pub fn render(harness: Harness, path: &Path) -> io::Result<Option<Vec<u8>>> {
+    if !is_rendered(harness, path) {
+        return Ok(None);
+    }
+    let bytes = match harness {
+        Harness::Codex => {
+            let file = std::fs::File::open(path)?;
+            let len = file.metadata()?.len();
+            files::whole_json_as_lines(file, len)?
+        }
+        Harness::GeminiCli => super::gemini::render(&read_source(path)?, path)?,
+        Harness::QwenCode => super::qwen::render(&read_source(path)?, path)?,
+        Harness::OpenCode => super::opencode::render(path)?,
+        Harness::Cursor => super::cursor::render(path)?,
+        Harness::ClaudeCode | Harness::CopilotCli | Harness::Droid => return Ok(None),
+    };
+    Ok(Some(bytes))
+}
+
+/// A source file's bytes, refused when too large to hold.
+pub fn read_source(path: &Path) -> io::Result<Vec<u8>> {
+    let len = std::fs::metadata(path)?.len();
+    if len > MAX_SOURCE_BYTES {
+        return Err(invalid(format!(
+            "a session file larger than {} MiB",
+            MAX_SOURCE_BYTES >> 20
+        )));
+    }
+    std::fs::read(path)
+}
+
+pub fn invalid(message: impl Into<String>) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, message.into())
+}
+
+/// The JSON objects on the lines of `bytes`; lines that are not one are passed over (a line
+/// still being written, or damage the harness's own reader passes over too).
+pub fn json_lines(bytes: &[u8]) -> impl Iterator<Item = Map<String, Value>> + '_ {
+    bytes.split(|b| *b == b'\n').filter_map(|line| {
+        match serde_json::from_slice::<Value>(line.trim_ascii()) {
+            Ok(Value::Object(record)) => Some(record),
+            _ => None,
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn lines(records: &[(&str, Value)]) -> Vec<u8> {
+        let mut r = Rendering::default();
+        for (kind, value) in records {
+            r.push_value(kind, value.clone());
+        }
+        r.into_bytes()
+    }
+
+    #[test]
+    fn test_a_grown_rendering_extends_the_old_and_an_edit_changes_every_later_line() {
+        let a = json!({"text": "a"});
+        let b = json!({"text": "b"});
+        let c = json!({"text": "c"});
+        let old = lines(&[("m", a.clone()), ("m", b.clone())]);
+        let grown = lines(&[("m", a.clone()), ("m", b.clone()), ("m", c.clone())]);
+        assert!(grown.starts_with(&old));
+        let edited = lines(&[("m", json!({"text": "A"})), ("m", b), ("m", c)]);
+        let last = |bytes: &[u8]| bytes.split(|b| *b == b'\n').nth(2).unwrap().to_vec();
+        assert_ne!(last(&edited), last(&grown));
+    }
+
+    #[test]
+    fn test_store_session_paths_round_trip() {
+        let path = store_session_path(Path::new("/data/opencode.db"), "ses_1");
+        assert_eq!(path, Path::new("/data/opencode.db#ses_1"));
+        let (store, session) = store_session(&path).unwrap();
+        assert_eq!(
+            (store.as_path(), session),
+            (Path::new("/data/opencode.db"), "ses_1")
+        );
+        assert!(store_session(Path::new("/a/b#c/d.jsonl")).is_none());
+    }
+}
