@@ -25,10 +25,32 @@ fn fixture_files() -> Vec<LogFile> {
 
 /// One file per harness version family (`tests/formats/`), kept apart from the fixtures the
 /// tool tests search.
-fn format_root() -> PathBuf {
+fn format_sources() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests")
         .join("formats")
+}
+
+/// `tests/formats/` as the harnesses leave it on disk: copied aside, each SQLite store built
+/// from its SQL script (`state.vscdb.sql` makes `state.vscdb`).
+fn format_root() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let root = std::env::temp_dir().join(format!("moraine-formats-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&root);
+            common::copy_tree(&format_sources(), &root, &mut |path| {
+                let name = path.to_string_lossy();
+                if let Some(store) = name.strip_suffix(".sql") {
+                    let sql = std::fs::read_to_string(path).unwrap();
+                    let db = rusqlite::Connection::open(store).unwrap();
+                    db.execute_batch(&sql).unwrap();
+                    std::fs::remove_file(path).unwrap();
+                }
+            });
+            root
+        })
+        .clone()
 }
 
 /// The `count` logs under `root`, found as `ingest` finds them.
@@ -48,7 +70,7 @@ fn corpora() -> Vec<(PathBuf, Vec<LogFile>)> {
 }
 
 /// Files in `tests/formats/`, one per version family.
-const FORMAT_FAMILIES: usize = 10;
+const FORMAT_FAMILIES: usize = 22;
 
 /// The fixture whose path contains `part`.
 fn fixture<'a>(files: &'a [LogFile], part: &str) -> &'a LogFile {
@@ -155,6 +177,12 @@ fn golden(n: &Normalised) -> Value {
 }
 
 fn golden_path(root: &Path, file: &LogFile) -> PathBuf {
+    // The built copy's golden files are the sources'.
+    let root = if root == format_root() {
+        format_sources()
+    } else {
+        root.to_owned()
+    };
     root.join("golden")
         .join(format!("{}.json", file.native_id.replace('/', "__")))
 }
@@ -656,7 +684,7 @@ fn the_ingest_command_reports_and_exits_by_what_it_ingested() {
     assert_eq!(output.status.code(), Some(2), "{stdout}");
     assert!(stdout.contains("1 files"), "{stdout}");
     assert!(
-        stdout.contains("not used: ") && stdout.contains("notes.jsonl: not a Codex"),
+        stdout.contains("not used: ") && stdout.contains("notes.jsonl: not a session log"),
         "{stdout}"
     );
     assert!(

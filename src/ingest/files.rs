@@ -162,9 +162,11 @@ pub fn from_paths(
             ] {
                 let pattern = path.join("**").join(name);
                 match glob::glob(&pattern.to_string_lossy()) {
-                    Ok(entries) => {
-                        candidates.extend(entries.filter_map(|e| log_file(e, &mut problems)));
-                    }
+                    Ok(entries) => candidates.extend(
+                        entries
+                            .filter_map(|e| log_file(e, &mut problems))
+                            .filter(|p| name != "ses_*.json" || in_opencode_tree(p)),
+                    ),
                     Err(e) => problems.push(DiscoverError::Unusable {
                         path: path.clone(),
                         message: e.to_string(),
@@ -205,6 +207,14 @@ pub fn from_paths(
     }
     dedupe(&mut found, &mut problems);
     (found, problems)
+}
+
+/// An OpenCode session file sits in `storage/session/<project>/`.
+fn in_opencode_tree(path: &Path) -> bool {
+    path.parent()
+        .and_then(Path::parent)
+        .and_then(Path::file_name)
+        .is_some_and(|name| name == "session")
 }
 
 /// Describes the log at `path`, or each session of the store at `path`, into `found`.
@@ -576,21 +586,54 @@ fn other_harness(path: &Path, given: Harness) -> Option<Harness> {
 /// Decides the harness from the path and the first records.
 fn sniff(path: &Path) -> Result<Harness, String> {
     let text = path.to_string_lossy();
-    if text.contains("/.codex/") {
-        return Ok(Harness::Codex);
+    let hints = [
+        ("/.codex/", Harness::Codex),
+        ("/.claude/", Harness::ClaudeCode),
+        ("/.gemini/", Harness::GeminiCli),
+        ("/.qwen/", Harness::QwenCode),
+        ("/.copilot/", Harness::CopilotCli),
+        ("/.factory/", Harness::Droid),
+        ("/.cursor/", Harness::Cursor),
+        ("/opencode/", Harness::OpenCode),
+    ];
+    if let Some((_, harness)) = hints.iter().find(|(hint, _)| text.contains(hint)) {
+        return Ok(*harness);
     }
-    if text.contains("/.claude/") {
-        return Ok(Harness::ClaudeCode);
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("vscdb") => return Ok(Harness::Cursor),
+        Some("db") => return Ok(Harness::OpenCode),
+        _ => {}
     }
     let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
     if path.extension().is_some_and(|e| e == "json") {
-        // A whole-file session: the TypeScript Codex CLI's `{"session", "items"}`.
+        // A whole-file session: the TypeScript Codex CLI's `{"session", "items"}`, Gemini
+        // CLI's and Qwen Code's `{"sessionId", "messages"}`, an OpenCode session's `{"id":
+        // "ses_…"}`.
         let whole: Value = serde_json::from_reader(BufReader::new(file))
             .map_err(|e| format!("not valid JSON: {e}"))?;
+        let qwen_messages = whole
+            .get("messages")
+            .and_then(Value::as_array)
+            .is_some_and(|m| {
+                m.iter()
+                    .any(|m| m.get("type").and_then(Value::as_str) == Some("qwen"))
+            });
         return if whole.get("session").is_some() && whole.get("items").is_some() {
             Ok(Harness::Codex)
+        } else if whole.get("sessionId").is_some() && whole.get("messages").is_some() {
+            Ok(if qwen_messages {
+                Harness::QwenCode
+            } else {
+                Harness::GeminiCli
+            })
+        } else if whole
+            .get("id")
+            .and_then(Value::as_str)
+            .is_some_and(|id| id.starts_with("ses_"))
+        {
+            Ok(Harness::OpenCode)
         } else {
-            Err("a .json file that is not a Codex session".into())
+            Err("a .json file that is not a session of a known harness".into())
         };
     }
     for line in BufReader::new(file).lines().take(50) {
@@ -628,6 +671,9 @@ fn sniff(path: &Path) -> Result<Harness, String> {
         {
             return Ok(Harness::Codex);
         }
+        if let Some(harness) = sniff_newer(&record, kind) {
+            return Ok(harness);
+        }
         if record.contains_key("sessionId")
             || record.contains_key("parentUuid")
             || ["user", "assistant", "summary"].contains(&kind)
@@ -635,14 +681,68 @@ fn sniff(path: &Path) -> Result<Harness, String> {
             return Ok(Harness::ClaudeCode);
         }
     }
-    Err("not a Codex or Claude Code session log (use --harness to say which)".into())
+    Err("not a session log of a known harness (use --harness to say which)".into())
+}
+
+/// The harness a record of one of the harnesses added after Codex and Claude Code shows.
+fn sniff_newer(record: &serde_json::Map<String, Value>, kind: &str) -> Option<Harness> {
+    let has = |key: &str| record.contains_key(key);
+    if has("sessionId") && has("projectHash") || has("$rewindTo") || has("$set") {
+        return Some(Harness::GeminiCli);
+    }
+    // Qwen Code's records hold model-style `parts` where Claude Code's hold `content`.
+    if has("uuid")
+        && (has("systemPayload")
+            || record
+                .get("message")
+                .is_some_and(|m| m.get("parts").is_some()))
+    {
+        return Some(Harness::QwenCode);
+    }
+    if has("data") && kind.contains('.') && has("id") {
+        return Some(Harness::CopilotCli);
+    }
+    if [
+        "session_start",
+        "todo_state",
+        "compaction_state",
+        "agent_turn_outcome",
+    ]
+    .contains(&kind)
+        || kind == "message"
+            && record
+                .get("message")
+                .is_some_and(|m| m.get("role").is_some())
+    {
+        return Some(Harness::Droid);
+    }
+    if kind == "turn_ended" || !has("type") && has("role") && has("message") {
+        return Some(Harness::Cursor);
+    }
+    None
+}
+
+/// Whether a log is an older form of a session its harness has moved elsewhere: a whole-file
+/// JSON session Gemini CLI migrated to JSON Lines (and left behind), an OpenCode session of the
+/// JSON tree its store imported.
+fn superseded(file: &LogFile) -> bool {
+    matches!(
+        file.harness,
+        Harness::GeminiCli | Harness::QwenCode | Harness::OpenCode
+    ) && file.path.extension().is_some_and(|e| e == "json")
 }
 
 /// One file per session: when the same session is logged at several paths (a copied, exported
-/// or renamed log), the largest file is read, then the first path in order, so runs are
-/// deterministic; every other copy is reported in `problems`.
+/// or renamed log), the current form is read before a superseded one, then the largest file,
+/// then the first path in order, so runs are deterministic; every other copy is reported in
+/// `problems`.
 fn dedupe(files: &mut Vec<LogFile>, problems: &mut Vec<DiscoverError>) {
-    files.sort_by(|a, b| b.size.cmp(&a.size).then_with(|| a.path.cmp(&b.path)));
+    files.sort_by(|a, b| {
+        superseded(a)
+            .cmp(&superseded(b))
+            .then_with(|| b.size.cmp(&a.size))
+            .then_with(|| a.path.cmp(&b.path))
+    });
     let mut seen: HashMap<u64, PathBuf> = HashMap::new();
     files.retain(|f| match seen.get(&f.session_key) {
         Some(kept) => {

@@ -25,6 +25,7 @@ use crate::vocab::EventType;
 /// Renders a chat log (JSON Lines, or a whole-file JSON session) at `path`.
 pub(crate) fn render(bytes: &[u8], path: &Path) -> io::Result<Vec<u8>> {
     let mut chat = Chat::default();
+    let mut damaged = Vec::new();
     let whole_file = path.extension().is_some_and(|e| e == "json");
     if whole_file {
         let value: Value =
@@ -34,14 +35,16 @@ pub(crate) fn render(bytes: &[u8], path: &Path) -> io::Result<Vec<u8>> {
         };
         chat.header(record);
     } else {
-        for record in json_lines(bytes) {
+        let (records, bad) = json_lines(bytes);
+        damaged = bad;
+        for record in records {
             chat.apply(record);
         }
     }
     if !chat.has_session() {
         return Err(invalid("not a Gemini CLI session (no sessionId)"));
     }
-    Ok(chat.render(project_root(path)))
+    Ok(chat.render(project_root(path), &damaged))
 }
 
 /// A chat as Gemini CLI loads it.
@@ -107,7 +110,8 @@ impl Chat {
         }
     }
 
-    pub(crate) fn render(mut self, project_root: Option<String>) -> Vec<u8> {
+    /// The rendering: the header, then `damaged` lines, then the messages.
+    pub(crate) fn render(mut self, project_root: Option<String>, damaged: &[&[u8]]) -> Vec<u8> {
         let mut out = Rendering::default();
         let mut header = Map::new();
         // The summary too: it is written late (at the next start of the CLI), and a header that
@@ -121,6 +125,7 @@ impl Chat {
             header.insert("projectRoot".into(), Value::String(root));
         }
         out.push("session", header);
+        out.push_damaged(damaged);
         for id in &self.order {
             if let Some(mut message) = self.messages.remove(id) {
                 // Qwen Code's whole-file sessions name the model's messages after it.

@@ -45,13 +45,14 @@ pub(crate) fn render(bytes: &[u8], path: &Path) -> io::Result<Vec<u8>> {
         if !chat.has_session() {
             return Err(invalid("not a Qwen Code session (no sessionId)"));
         }
-        return Ok(chat.render(None));
+        return Ok(chat.render(None, &[]));
     }
     let mut records: Vec<Map<String, Value>> = Vec::new();
     let mut by_uuid: HashMap<String, usize> = HashMap::new();
     let mut leaf = None;
     let mut header = Map::new();
-    for record in json_lines(bytes) {
+    let (lines, damaged) = json_lines(bytes);
+    for record in lines {
         let Some(uuid) = record
             .get("uuid")
             .and_then(Value::as_str)
@@ -111,6 +112,7 @@ pub(crate) fn render(bytes: &[u8], path: &Path) -> io::Result<Vec<u8>> {
     chain.reverse();
     let mut out = Rendering::default();
     out.push("session", header);
+    out.push_damaged(&damaged);
     let mut records: Vec<Option<Map<String, Value>>> = records.into_iter().map(Some).collect();
     for index in chain {
         if let Some(record) = records[index].take() {

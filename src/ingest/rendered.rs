@@ -47,6 +47,18 @@ impl Rendering {
         self.chain = xxhash_rust::xxh3::xxh3_64_with_seed(&self.bytes[start..], self.chain);
     }
 
+    /// Appends lines that are not records as they are: the reader counts them as malformed.
+    pub fn push_damaged(&mut self, lines: &[&[u8]]) {
+        for line in lines {
+            let start = self.bytes.len();
+            // A line is one line, whatever it held.
+            self.bytes
+                .extend(line.iter().map(|b| if *b == b'\r' { b' ' } else { *b }));
+            self.bytes.push(b'\n');
+            self.chain = xxhash_rust::xxh3::xxh3_64_with_seed(&self.bytes[start..], self.chain);
+        }
+    }
+
     /// Appends a record given as a JSON object (anything else is wrapped as `value`).
     pub fn push_value(&mut self, kind: &str, value: Value) {
         match value {
@@ -149,15 +161,33 @@ pub fn invalid(message: impl Into<String>) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, message.into())
 }
 
-/// The JSON objects on the lines of `bytes`; lines that are not one are passed over (a line
-/// still being written, or damage the harness's own reader passes over too).
-pub fn json_lines(bytes: &[u8]) -> impl Iterator<Item = Map<String, Value>> + '_ {
-    bytes.split(|b| *b == b'\n').filter_map(|line| {
-        match serde_json::from_slice::<Value>(line.trim_ascii()) {
-            Ok(Value::Object(record)) => Some(record),
-            _ => None,
+/// The JSON objects on the lines of `bytes`, and the whole lines that are not one (damage,
+/// kept to be counted as malformed). An unfinished last line is passed over: it is still being
+/// written.
+pub fn json_lines(bytes: &[u8]) -> (Vec<Map<String, Value>>, Vec<&[u8]>) {
+    let mut records = Vec::new();
+    let mut damaged = Vec::new();
+    let whole = match memchr::memrchr(b'\n', bytes) {
+        Some(end) => &bytes[..end],
+        None => &[][..],
+    };
+    for line in whole.split(|b| *b == b'\n') {
+        let line = line.trim_ascii();
+        if line.is_empty() {
+            continue;
         }
-    })
+        match serde_json::from_slice::<Value>(line) {
+            Ok(Value::Object(record)) => records.push(record),
+            _ => damaged.push(line),
+        }
+    }
+    // A session written whole on one line without a newline.
+    if whole.is_empty()
+        && let Ok(Value::Object(record)) = serde_json::from_slice::<Value>(bytes.trim_ascii())
+    {
+        records.push(record);
+    }
+    (records, damaged)
 }
 
 #[cfg(test)]
@@ -179,7 +209,7 @@ mod tests {
         let b = json!({"text": "b"});
         let c = json!({"text": "c"});
         let old = lines(&[("m", a.clone()), ("m", b.clone())]);
-        let grown = lines(&[("m", a.clone()), ("m", b.clone()), ("m", c.clone())]);
+        let grown = lines(&[("m", a), ("m", b.clone()), ("m", c.clone())]);
         assert!(grown.starts_with(&old));
         let edited = lines(&[("m", json!({"text": "A"})), ("m", b), ("m", c)]);
         let last = |bytes: &[u8]| bytes.split(|b| *b == b'\n').nth(2).unwrap().to_vec();

@@ -113,8 +113,6 @@ pub fn has_table(connection: &Connection, name: &str) -> rusqlite::Result<bool> 
 /// The columns of table `name`.
 pub fn columns(connection: &Connection, name: &str) -> rusqlite::Result<Vec<String>> {
     let mut statement = connection.prepare("SELECT name FROM pragma_table_info(?1)")?;
-    let names = statement
-        .query_map([name], |row| row.get::<_, String>(0))?
-        .collect();
-    names
+    let names = statement.query_map([name], |row| row.get::<_, String>(0))?;
+    names.collect()
 }

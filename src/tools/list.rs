@@ -121,7 +121,7 @@ impl Tool for ListSessions {
                     "enum": ["desc", "asc", null],
                     "description": "By updated_at, then session ID. Default desc (newest first)."
                 },
-                "harness": schema::name_filter("harness (e.g. codex, claude-code)"),
+                "harness": schema::harness_filter(),
                 "source": schema::name_filter("source name"),
             }
         })

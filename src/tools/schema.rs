@@ -35,6 +35,15 @@ pub(crate) fn name_filter(what: &str) -> Value {
     })
 }
 
+/// The `harness` filter, naming the harnesses this service reads.
+pub(crate) fn harness_filter() -> Value {
+    let names: Vec<&str> = crate::vocab::Harness::ALL
+        .iter()
+        .map(|h| h.as_str())
+        .collect();
+    name_filter(&format!("harness (one of {})", names.join(", ")))
+}
+
 /// The message for a `harness` or `source` filter that breaks its schema.
 pub(crate) fn name_filter_message(field: &str) -> String {
     format!("{field} must be a non-empty string of at most {MAX_NAME_CHARS} characters")

@@ -122,7 +122,7 @@ impl Tool for SearchSessions {
                     "maximum": MAX_N_HITS,
                     "description": "Hits to return, 1–50. Default 10."
                 },
-                "harness": schema::name_filter("harness (e.g. codex, claude-code)"),
+                "harness": schema::harness_filter(),
                 "source": schema::name_filter("source name"),
             }
         })

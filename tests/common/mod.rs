@@ -102,6 +102,22 @@ pub fn fixtures() -> PathBuf {
         .join("fixtures")
 }
 
+/// Copies the tree at `from` to `to`, calling `made` with each file copied (hidden files too).
+#[allow(dead_code)]
+pub fn copy_tree(from: &Path, to: &Path, made: &mut dyn FnMut(&Path)) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target, made);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+            made(&target);
+        }
+    }
+}
+
 /// Ingests a file or a directory into `db`.
 pub async fn ingest_paths(config: &Settings, db: &Db, path: &Path) -> ingest::Summary {
     let (files, problems) = ingest::files::from_paths(&[path.to_owned()], None, None);
