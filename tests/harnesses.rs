@@ -102,9 +102,7 @@ async fn a_store_changed_while_the_agent_writes_reads_as_its_final_state_and_is_
     let dir = scratch("opencode");
     build_formats(&dir);
     let store_dir = dir.join("opencode");
-    for tree in ["storage"] {
-        std::fs::remove_dir_all(store_dir.join(tree)).unwrap();
-    }
+    std::fs::remove_dir_all(store_dir.join("storage")).unwrap();
     let store = store_dir.join("opencode.db");
     // OpenCode runs its store in WAL mode.
     let writer = rusqlite::Connection::open(&store).unwrap();
