@@ -425,7 +425,8 @@ fn user_query(text: &str) -> (String, Option<i64>) {
         let end = text[start..].find(close)? + start;
         Some(text[start..end].trim().to_owned())
     };
-    let ts = between("<timestamp>", "</timestamp>").and_then(|t| crate::text::rfc3339_ms(&t));
+    let ts = between("<timestamp>", "</timestamp>")
+        .and_then(|t| crate::text::rfc3339_ms(&t).or_else(|| tag_time(&t)));
     if let Some(query) = between("<user_query>", "</user_query>") {
         return (query, ts);
     }
@@ -443,9 +444,65 @@ fn user_query(text: &str) -> (String, Option<i64>) {
     (plain.to_owned(), ts)
 }
 
+/// The time in a transcript's `<timestamp>` tag as Cursor writes it: `Monday, Sep 1, 2026, 9:00 AM
+/// (UTC+2)`.
+fn tag_time(tag: &str) -> Option<i64> {
+    let parts: Vec<&str> = tag.split(", ").collect();
+    let [_, month_day, year, clock] = parts.as_slice() else {
+        return None;
+    };
+    let (month, day) = month_day.split_once(' ')?;
+    let month = time::Month::try_from(
+        [
+            "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+        ]
+        .iter()
+        .position(|m| month.starts_with(m))? as u8
+            + 1,
+    )
+    .ok()?;
+    let date = time::Date::from_calendar_date(year.parse().ok()?, month, day.parse().ok()?).ok()?;
+    let (time_part, zone) = clock.split_once(" (UTC")?;
+    let (hm, meridiem) = time_part.split_once(' ')?;
+    let (hour, minute) = hm.split_once(':')?;
+    let mut hour: u8 = hour.parse().ok()?;
+    match meridiem {
+        "AM" if hour == 12 => hour = 0,
+        "PM" if hour < 12 => hour += 12,
+        "AM" | "PM" => {}
+        _ => return None,
+    }
+    let clock = time::Time::from_hms(hour, minute.parse().ok()?, 0).ok()?;
+    let zone = zone.strip_suffix(')')?;
+    let offset = if zone.is_empty() {
+        time::UtcOffset::UTC
+    } else {
+        let (sign, rest) = zone.split_at(1);
+        let (h, m) = rest.split_once(':').unwrap_or((rest, "0"));
+        let (h, m): (i8, i8) = (h.parse().ok()?, m.parse().ok()?);
+        let sign = if sign == "-" { -1 } else { 1 };
+        time::UtcOffset::from_hms(sign * h, sign * m, 0).ok()?
+    };
+    let at = time::PrimitiveDateTime::new(date, clock).assume_offset(offset);
+    i64::try_from(at.unix_timestamp_nanos() / 1_000_000).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn test_timestamp_tags_are_read() {
+        assert_eq!(
+            tag_time("Monday, Sep 1, 2026, 9:00 AM (UTC+2)"),
+            crate::text::rfc3339_ms("2026-09-01T07:00:00Z")
+        );
+        assert_eq!(
+            tag_time("Sunday, Aug 2, 2026, 3:51 PM (UTC-7)"),
+            crate::text::rfc3339_ms("2026-08-02T22:51:00Z")
+        );
+        assert_eq!(tag_time("yesterday"), None);
+    }
 
     #[test]
     fn test_the_user_query_is_what_the_user_typed() {
