@@ -69,7 +69,7 @@ pub(crate) struct ClaudeState {
 }
 
 pub(crate) struct Claude<'a> {
-    pub state: ClaudeState,
+    pub state: &'a mut ClaudeState,
     pub self_tools: &'a SelfTools,
     /// This file is a sub-agent's own transcript.
     pub subagent_file: bool,
@@ -564,7 +564,7 @@ mod tests {
     fn read_all(lines: &[Value], subagent_file: bool) -> (Vec<Draft>, AdapterOutput) {
         let tools = SelfTools::new(&["moraine".into()]);
         let mut claude = Claude {
-            state: ClaudeState::default(),
+            state: &mut ClaudeState::default(),
             self_tools: &tools,
             subagent_file,
         };

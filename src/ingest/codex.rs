@@ -67,7 +67,7 @@ pub(crate) struct CodexState {
 }
 
 pub(crate) struct Codex<'a> {
-    pub state: CodexState,
+    pub state: &'a mut CodexState,
     pub self_tools: &'a SelfTools,
 }
 
@@ -502,7 +502,7 @@ mod tests {
     fn read_all(lines: &[Value]) -> Vec<Draft> {
         let tools = SelfTools::new(&["moraine".into()]);
         let mut codex = Codex {
-            state: CodexState::default(),
+            state: &mut CodexState::default(),
             self_tools: &tools,
         };
         let mut out = AdapterOutput::default();

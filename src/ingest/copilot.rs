@@ -26,7 +26,7 @@ pub(crate) struct CopilotState {
 }
 
 pub(crate) struct Copilot<'a> {
-    pub state: CopilotState,
+    pub state: &'a mut CopilotState,
     pub self_tools: &'a SelfTools,
 }
 

@@ -135,7 +135,7 @@ pub(crate) struct CursorState {
 }
 
 pub(crate) struct Cursor<'a> {
-    pub state: CursorState,
+    pub state: &'a mut CursorState,
     pub self_tools: &'a SelfTools,
 }
 

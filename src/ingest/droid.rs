@@ -23,7 +23,7 @@ pub(crate) struct DroidState {
 }
 
 pub(crate) struct Droid<'a> {
-    pub state: DroidState,
+    pub state: &'a mut DroidState,
     pub self_tools: &'a SelfTools,
 }
 

@@ -161,7 +161,7 @@ pub(crate) struct GeminiState {
 }
 
 pub(crate) struct Gemini<'a> {
-    pub state: GeminiState,
+    pub state: &'a mut GeminiState,
     pub self_tools: &'a SelfTools,
 }
 
@@ -593,7 +593,7 @@ mod tests {
     fn test_a_call_and_its_result_copy_make_one_result() {
         let tools = SelfTools::new(&[]);
         let mut gemini = Gemini {
-            state: GeminiState::default(),
+            state: &mut GeminiState::default(),
             self_tools: &tools,
         };
         let mut out = AdapterOutput::default();

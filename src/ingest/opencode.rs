@@ -263,7 +263,7 @@ pub(crate) struct OpenCodeState {
 }
 
 pub(crate) struct OpenCode<'a> {
-    pub state: OpenCodeState,
+    pub state: &'a mut OpenCodeState,
     pub self_tools: &'a SelfTools,
 }
 

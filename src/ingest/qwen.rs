@@ -150,7 +150,7 @@ pub(crate) struct QwenState {
 }
 
 pub(crate) struct Qwen<'a> {
-    pub state: QwenState,
+    pub state: &'a mut QwenState,
     pub self_tools: &'a SelfTools,
 }
 
@@ -167,12 +167,11 @@ impl Qwen<'_> {
                 }
             }
             Some("message") => {
-                let mut gemini = Gemini {
-                    state: std::mem::take(&mut self.state.whole_file),
+                Gemini {
+                    state: &mut self.state.whole_file,
                     self_tools: self.self_tools,
-                };
-                gemini.read(record, raw, out);
-                self.state.whole_file = gemini.state;
+                }
+                .read(record, raw, out);
             }
             _ => self.entry(record, raw, &mut out.drafts),
         }

@@ -824,71 +824,21 @@ impl Cursor<'_> {
         out: &mut AdapterOutput,
     ) {
         match &mut self.adapter {
-            AdapterState::Codex(state) => {
-                let mut codex = Codex {
-                    state: std::mem::take(state),
-                    self_tools,
-                };
-                codex.read(record, raw, out);
-                *state = codex.state;
+            AdapterState::Codex(state) => Codex { state, self_tools }.read(record, raw, out),
+            AdapterState::Claude(state) => Claude {
+                state,
+                self_tools,
+                subagent_file: self.file.subagent,
             }
-            AdapterState::Claude(state) => {
-                let mut claude = Claude {
-                    state: std::mem::take(state),
-                    self_tools,
-                    subagent_file: self.file.subagent,
-                };
-                claude.read(record, raw, out);
-                *state = claude.state;
-            }
-            AdapterState::Gemini(state) => {
-                let mut gemini = Gemini {
-                    state: std::mem::take(state),
-                    self_tools,
-                };
-                gemini.read(record, raw, out);
-                *state = gemini.state;
-            }
-            AdapterState::Qwen(state) => {
-                let mut qwen = Qwen {
-                    state: std::mem::take(state),
-                    self_tools,
-                };
-                qwen.read(record, raw, out);
-                *state = qwen.state;
-            }
-            AdapterState::OpenCode(state) => {
-                let mut opencode = OpenCode {
-                    state: std::mem::take(state),
-                    self_tools,
-                };
-                opencode.read(record, raw, out);
-                *state = opencode.state;
-            }
+            .read(record, raw, out),
+            AdapterState::Gemini(state) => Gemini { state, self_tools }.read(record, raw, out),
+            AdapterState::Qwen(state) => Qwen { state, self_tools }.read(record, raw, out),
+            AdapterState::OpenCode(state) => OpenCode { state, self_tools }.read(record, raw, out),
             AdapterState::Cursor(state) => {
-                let mut cursor = CursorAdapter {
-                    state: std::mem::take(state),
-                    self_tools,
-                };
-                cursor.read(record, raw, out);
-                *state = cursor.state;
+                CursorAdapter { state, self_tools }.read(record, raw, out);
             }
-            AdapterState::Copilot(state) => {
-                let mut copilot = Copilot {
-                    state: std::mem::take(state),
-                    self_tools,
-                };
-                copilot.read(record, raw, out);
-                *state = copilot.state;
-            }
-            AdapterState::Droid(state) => {
-                let mut droid = Droid {
-                    state: std::mem::take(state),
-                    self_tools,
-                };
-                droid.read(record, raw, out);
-                *state = droid.state;
-            }
+            AdapterState::Copilot(state) => Copilot { state, self_tools }.read(record, raw, out),
+            AdapterState::Droid(state) => Droid { state, self_tools }.read(record, raw, out),
         }
         if let Some(title) = out.title.take() {
             self.builder.set_harness_title(&title);
