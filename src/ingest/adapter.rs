@@ -3,7 +3,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::draft::{Draft, SelfTools, is_web_search};
+use super::draft::{Draft, SelfTools, is_web_search, render_call};
+use crate::vocab::EventType;
 
 /// What one record contributed.
 #[derive(Debug, Default)]
@@ -64,6 +65,42 @@ impl ToolNames {
         }
         draft.tool_call_id = call_id;
         draft.tool_name = name;
+    }
+
+    /// The call `call_id` of tool `name` with `arguments`, shown as `name(arguments)`, and
+    /// remembered so that its result is named after it.
+    pub(crate) fn call(
+        &mut self,
+        ts: Option<i64>,
+        name: &str,
+        call_id: &str,
+        arguments: &Value,
+        raw: String,
+        self_tools: &SelfTools,
+    ) -> Draft {
+        let text = render_call(name, arguments);
+        let mut draft = Draft::new(EventType::ToolCall, ts, text, raw);
+        self.record_call(
+            &mut draft,
+            name.to_owned(),
+            call_id.to_owned(),
+            arguments,
+            self_tools,
+        );
+        draft
+    }
+
+    /// The result `text` of call `call_id`, named after the call when it is remembered.
+    pub(crate) fn result(
+        &mut self,
+        ts: Option<i64>,
+        call_id: &str,
+        text: String,
+        raw: String,
+    ) -> Draft {
+        let mut draft = Draft::new(EventType::ToolResponse, ts, text, raw);
+        self.name_result(&mut draft, call_id.to_owned());
+        draft
     }
 
     /// Makes `draft` the result of call `call_id`, named after the call when it is remembered.

@@ -13,9 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::adapter::{AdapterOutput, ToolNames};
-use super::draft::{
-    Draft, Ending, SelfTools, content_text, exit_code_in_text, parse_ts, render_call,
-};
+use super::draft::{Draft, Ending, SelfTools, content_text, exit_code_in_text, parse_ts};
 use crate::vocab::EventType;
 
 /// User text that is the harness talking, not the user (including local slash commands such as
@@ -174,9 +172,7 @@ impl Claude<'_> {
             draft.bookkeeping = matches!(draft.event_type, EventType::System | EventType::Runtime)
                 && draft.ending.is_none();
             if sidechain {
-                draft.sidechain = true;
-                draft.starts_turn = false;
-                draft.ending = None;
+                draft.mark_sidechain();
             }
             out.drafts.push(draft);
         }
@@ -369,12 +365,9 @@ impl Claude<'_> {
                         .and_then(Value::as_str)
                         .unwrap_or("")
                         .to_owned();
-                    let mut draft =
-                        Draft::new(EventType::ToolCall, ts, render_call(&name, input), raw);
                     self.state
                         .tools
-                        .record_call(&mut draft, name, call_id, input, self.self_tools);
-                    draft
+                        .call(ts, &name, &call_id, input, raw, self.self_tools)
                 }
                 "web_search_tool_result" | "mcp_tool_result" | "web_fetch_tool_result" => {
                     let call_id = block
@@ -383,9 +376,7 @@ impl Claude<'_> {
                         .unwrap_or("")
                         .to_owned();
                     let text = search_result_text(block.get("content").unwrap_or(&Value::Null));
-                    let mut draft = Draft::new(EventType::ToolResponse, ts, text, raw);
-                    self.state.tools.name_result(&mut draft, call_id);
-                    draft
+                    self.state.tools.result(ts, &call_id, text, raw)
                 }
                 _ => Draft::new(EventType::Unknown, ts, String::new(), raw),
             };

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::adapter::{AdapterOutput, ToolNames};
-use super::draft::{Draft, Ending, SelfTools, exit_code_in_text, parse_ts, render_call};
+use super::draft::{Draft, Ending, SelfTools, exit_code_in_text, parse_ts};
 use crate::vocab::EventType;
 
 /// Adapter state carried across runs in the checkpoint.
@@ -57,11 +57,19 @@ impl Copilot<'_> {
                 if let Some(model) = data.get("selectedModel").and_then(Value::as_str) {
                     self.state.model = model.to_owned();
                 }
-                drafts.push(bookkeeping(ts, kind.replace('.', " "), raw));
+                drafts.push(Draft::bookkeeping(
+                    ts,
+                    kind.replace('.', " "),
+                    raw.to_owned(),
+                ));
             }
             "session.model_change" => {
                 self.state.model = text("newModel");
-                drafts.push(bookkeeping(ts, format!("model: {}", text("newModel")), raw));
+                drafts.push(Draft::bookkeeping(
+                    ts,
+                    format!("model: {}", text("newModel")),
+                    raw.to_owned(),
+                ));
             }
             "user.message" => {
                 let content = text("content");
@@ -104,20 +112,12 @@ impl Copilot<'_> {
                     .and_then(Value::as_str)
                     .unwrap_or("tool");
                 let args = data.get("arguments").unwrap_or(&Value::Null);
-                let mut draft = Draft::new(
-                    EventType::ToolCall,
-                    ts,
-                    render_call(name, args),
-                    raw.to_owned(),
-                );
-                self.state.tools.record_call(
-                    &mut draft,
-                    name.to_owned(),
-                    text("toolCallId"),
-                    args,
-                    self.self_tools,
-                );
-                drafts.push(draft);
+                let id = text("toolCallId");
+                let call =
+                    self.state
+                        .tools
+                        .call(ts, name, &id, args, raw.to_owned(), self.self_tools);
+                drafts.push(call);
             }
             // The call was read from the message that requested it.
             "tool.execution_start" => {}
@@ -154,12 +154,14 @@ impl Copilot<'_> {
                 raw.to_owned(),
             )),
             "system.message" | "system.notification" => {
-                let mut draft = Draft::new(EventType::System, ts, text("content"), raw.to_owned());
-                draft.bookkeeping = true;
-                drafts.push(draft);
+                drafts.push(Draft::bookkeeping(ts, text("content"), raw.to_owned()));
             }
             "session.import_legacy" => {
-                drafts.push(bookkeeping(ts, "imported an older session".into(), raw));
+                drafts.push(Draft::bookkeeping(
+                    ts,
+                    "imported an older session".into(),
+                    raw.to_owned(),
+                ));
             }
             _ if kind.starts_with("session.")
                 || kind.starts_with("subagent.")
@@ -172,7 +174,7 @@ impl Copilot<'_> {
                     .find_map(|k| data.get(*k).and_then(Value::as_str));
                 let name = kind.replace(['.', '_'], " ");
                 let body = detail.map_or(name.clone(), |d| format!("{name}: {d}"));
-                drafts.push(bookkeeping(ts, body, raw));
+                drafts.push(Draft::bookkeeping(ts, body, raw.to_owned()));
             }
             _ => drafts.push(Draft::new(
                 EventType::Unknown,
@@ -183,9 +185,7 @@ impl Copilot<'_> {
         }
         for mut draft in drafts {
             if sidechain {
-                draft.sidechain = true;
-                draft.starts_turn = false;
-                draft.ending = None;
+                draft.mark_sidechain();
             }
             out.drafts.push(draft);
         }
@@ -243,20 +243,12 @@ impl Copilot<'_> {
                 Value::String(text) => serde_json::from_str(text).unwrap_or_else(|_| args.clone()),
                 other => other.clone(),
             };
-            let mut draft = Draft::new(
-                EventType::ToolCall,
-                ts,
-                render_call(name, &args),
-                request.to_string(),
-            );
+            let raw = request.to_string();
+            let mut draft = self
+                .state
+                .tools
+                .call(ts, name, id, &args, raw, self.self_tools);
             draft.model.clone_from(&model);
-            self.state.tools.record_call(
-                &mut draft,
-                name.to_owned(),
-                id.to_owned(),
-                &args,
-                self.self_tools,
-            );
             drafts.push(draft);
         }
     }
@@ -269,9 +261,8 @@ impl Copilot<'_> {
             .or_else(|| data.pointer("/error/message").and_then(Value::as_str))
             .unwrap_or("")
             .to_owned();
-        let mut draft = Draft::new(EventType::ToolResponse, ts, text, raw.to_owned());
         let id = data.get("toolCallId").and_then(Value::as_str).unwrap_or("");
-        self.state.tools.name_result(&mut draft, id.to_owned());
+        let mut draft = self.state.tools.result(ts, id, text, raw.to_owned());
         draft.is_error = !success;
         let structured = data
             .pointer("/shellExecution/exitCode")
@@ -284,12 +275,6 @@ impl Copilot<'_> {
         });
         draft
     }
-}
-
-fn bookkeeping(ts: Option<i64>, text: String, raw: &str) -> Draft {
-    let mut draft = Draft::new(EventType::System, ts, text, raw.to_owned());
-    draft.bookkeeping = true;
-    draft
 }
 
 /// The trailer Copilot CLI's shell tool ends its output with: `<exited with exit code N>`.

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::adapter::{AdapterOutput, ToolNames};
-use super::draft::{Draft, Ending, SelfTools, parse_ts, render_call};
+use super::draft::{Draft, Ending, SelfTools, parse_ts};
 use super::rendered::{self, Rendering, invalid};
 use super::store::{self, Store};
 use crate::vocab::EventType;
@@ -250,20 +250,12 @@ impl Cursor<'_> {
         if let Some(fields) = call_raw.as_object_mut() {
             fields.remove("result");
         }
-        let mut call = Draft::new(
-            EventType::ToolCall,
-            ts,
-            render_call(name, &arguments),
-            call_raw.to_string(),
-        );
+        let raw = call_raw.to_string();
+        let mut call = self
+            .state
+            .tools
+            .call(ts, name, id, &arguments, raw, self.self_tools);
         call.model = model.to_owned();
-        self.state.tools.record_call(
-            &mut call,
-            name.to_owned(),
-            id.to_owned(),
-            &arguments,
-            self.self_tools,
-        );
         drafts.push(call);
         let status = tool.get("status").and_then(Value::as_str).unwrap_or("");
         if !FINISHED.contains(&status) {
@@ -283,13 +275,8 @@ impl Cursor<'_> {
                 .to_owned(),
             other => other.to_string(),
         };
-        let mut response = Draft::new(
-            EventType::ToolResponse,
-            ts,
-            text,
-            json!({"toolCallId": id, "status": status, "result": result}).to_string(),
-        );
-        self.state.tools.name_result(&mut response, id.to_owned());
+        let raw = json!({"toolCallId": id, "status": status, "result": result});
+        let mut response = self.state.tools.result(ts, id, text, raw.to_string());
         let exit = ["exitCodeV2", "exitCode"]
             .iter()
             .find_map(|k| result.get(*k).and_then(Value::as_i64));
@@ -345,9 +332,7 @@ impl Cursor<'_> {
                 ("user", "text") => {
                     let (typed, ts) = user_query(text);
                     if typed.is_empty() {
-                        let mut d = Draft::new(EventType::System, ts, text.to_owned(), raw);
-                        d.bookkeeping = true;
-                        d
+                        Draft::bookkeeping(ts, text.to_owned(), raw)
                     } else {
                         let mut d = Draft::new(EventType::UserInput, ts, typed, raw);
                         d.starts_turn = true;
@@ -369,17 +354,10 @@ impl Cursor<'_> {
                     let name = block.get("name").and_then(Value::as_str).unwrap_or("tool");
                     let input = block.get("input").unwrap_or(&Value::Null);
                     self.state.calls += 1;
-                    let mut d =
-                        Draft::new(EventType::ToolCall, None, render_call(name, input), raw);
                     let id = format!("call-{}", self.state.calls);
-                    self.state.tools.record_call(
-                        &mut d,
-                        name.to_owned(),
-                        id,
-                        input,
-                        self.self_tools,
-                    );
-                    d
+                    self.state
+                        .tools
+                        .call(None, name, &id, input, raw, self.self_tools)
                 }
                 (_, "tool_result" | "command_output") => {
                     let output = block
@@ -387,17 +365,11 @@ impl Cursor<'_> {
                         .or_else(|| block.get("content"))
                         .map(|o| o.as_str().map_or_else(|| o.to_string(), str::to_owned))
                         .unwrap_or_default();
-                    let mut d = Draft::new(EventType::ToolResponse, None, output, raw);
                     // Results name no call: they answer the latest one.
                     let id = format!("call-{}", self.state.calls);
-                    self.state.tools.name_result(&mut d, id);
-                    d
+                    self.state.tools.result(None, &id, output, raw)
                 }
-                ("system", _) => {
-                    let mut d = Draft::new(EventType::System, None, text.to_owned(), raw);
-                    d.bookkeeping = true;
-                    d
-                }
+                ("system", _) => Draft::bookkeeping(None, text.to_owned(), raw),
                 _ => Draft::new(EventType::Unknown, None, text.to_owned(), raw),
             };
             drafts.push(draft);

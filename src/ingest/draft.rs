@@ -82,6 +82,21 @@ impl Draft {
             names_earlier_result: false,
         }
     }
+
+    /// Harness bookkeeping: a `system` event that does not change how a turn ended.
+    pub fn bookkeeping(ts: Option<i64>, text: String, raw: String) -> Self {
+        let mut draft = Self::new(EventType::System, ts, text, raw);
+        draft.bookkeeping = true;
+        draft
+    }
+
+    /// Marks the work of a sub-agent logged in its parent's file: it never starts or ends one of
+    /// the parent's turns.
+    pub fn mark_sidechain(&mut self) {
+        self.sidechain = true;
+        self.starts_turn = false;
+        self.ending = None;
+    }
 }
 
 /// Recognises this service's own MCP tools under the server names agents register it as.

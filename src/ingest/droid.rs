@@ -11,9 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::adapter::{AdapterOutput, ToolNames};
-use super::draft::{
-    Draft, Ending, SelfTools, content_text, exit_code_in_text, parse_ts, render_call,
-};
+use super::draft::{Draft, Ending, SelfTools, content_text, exit_code_in_text, parse_ts};
 use crate::vocab::EventType;
 
 /// Adapter state carried across runs in the checkpoint.
@@ -72,9 +70,9 @@ impl Droid<'_> {
                         format!("[{status}] {content}")
                     })
                     .collect();
-                let mut draft = Draft::new(EventType::System, ts, items.join("\n"), raw.to_owned());
-                draft.bookkeeping = true;
-                out.drafts.push(draft);
+                let text = items.join("\n");
+                out.drafts
+                    .push(Draft::bookkeeping(ts, text, raw.to_owned()));
             }
             "agent_turn_outcome" => {
                 let reason = text("reason");
@@ -143,9 +141,8 @@ impl Droid<'_> {
                         .and_then(Value::as_str)
                         .unwrap_or("");
                     let output = block.get("content").map(content_text).unwrap_or_default();
-                    let mut d = Draft::new(EventType::ToolResponse, ts, output, raw);
+                    let mut d = self.state.tools.result(ts, id, output, raw);
                     d.is_error = block.get("is_error").and_then(Value::as_bool) == Some(true);
-                    self.state.tools.name_result(&mut d, id.to_owned());
                     if d.tool_name == "Execute" {
                         d.exit_code = exit_status(&d.text).or((!d.is_error).then_some(0));
                     }
@@ -154,9 +151,7 @@ impl Droid<'_> {
                 ("user", "text")
                     if hidden || body.trim_start().starts_with("<system-reminder>") =>
                 {
-                    let mut d = Draft::new(EventType::System, ts, body, raw);
-                    d.bookkeeping = true;
-                    d
+                    Draft::bookkeeping(ts, body, raw)
                 }
                 ("user", "text") => {
                     let mut d = Draft::new(EventType::UserInput, ts, body, raw);
@@ -179,15 +174,9 @@ impl Droid<'_> {
                     let name = block.get("name").and_then(Value::as_str).unwrap_or("tool");
                     let id = block.get("id").and_then(Value::as_str).unwrap_or("");
                     let input = block.get("input").unwrap_or(&Value::Null);
-                    let mut d = Draft::new(EventType::ToolCall, ts, render_call(name, input), raw);
-                    self.state.tools.record_call(
-                        &mut d,
-                        name.to_owned(),
-                        id.to_owned(),
-                        input,
-                        self.self_tools,
-                    );
-                    d
+                    self.state
+                        .tools
+                        .call(ts, name, id, input, raw, self.self_tools)
                 }
                 _ => Draft::new(EventType::Unknown, ts, body, raw),
             };

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::adapter::{AdapterOutput, ToolNames};
-use super::draft::{Draft, Ending, SelfTools, exit_code_in_text, parse_ts, render_call};
+use super::draft::{Draft, Ending, SelfTools, exit_code_in_text, parse_ts};
 use super::rendered::{Rendering, invalid, json_lines};
 use crate::vocab::EventType;
 
@@ -207,8 +207,7 @@ impl Gemini<'_> {
                     draft = Draft::new(EventType::Runtime, ts, text, raw.to_owned());
                     draft.ending = Some(Ending::Interrupted);
                 } else {
-                    draft = Draft::new(EventType::System, ts, text, raw.to_owned());
-                    draft.bookkeeping = true;
+                    draft = Draft::bookkeeping(ts, text, raw.to_owned());
                 }
                 drafts.push(draft);
             }
@@ -242,14 +241,9 @@ impl Gemini<'_> {
                 if self.state.answered.iter().any(|a| a == id) {
                     continue;
                 }
-                let mut draft = Draft::new(
-                    EventType::ToolResponse,
-                    ts,
-                    response_text(response.get("response")),
-                    response.to_string(),
-                );
+                let text = response_text(response.get("response"));
+                let mut draft = self.state.tools.result(ts, id, text, response.to_string());
                 draft.is_error = response.pointer("/response/error").is_some();
-                self.state.tools.name_result(&mut draft, id.to_owned());
                 drafts.push(draft);
             }
             let text = parts_text(content, false);
@@ -264,21 +258,18 @@ impl Gemini<'_> {
             .filter(|t| !t.trim().is_empty())
             .unwrap_or_else(|| parts_text(content, false));
         let head = typed.trim_start();
-        let mut draft;
-        if head.starts_with('/') || head.starts_with('?') {
-            // A CLI command: the harness's business, not a prompt.
-            draft = Draft::new(EventType::System, ts, typed, raw.to_owned());
-            draft.bookkeeping = true;
-        } else if head.starts_with("<session_context>") || head.starts_with("<hook_context>") {
-            draft = Draft::new(EventType::System, ts, typed, raw.to_owned());
-            draft.bookkeeping = true;
-        } else if head.is_empty() {
-            draft = Draft::new(EventType::UserInput, ts, typed, raw.to_owned());
+        // A CLI command, or context the CLI added: the harness's business, not a prompt.
+        let harness = ["/", "?", "<session_context>", "<hook_context>"]
+            .iter()
+            .any(|p| head.starts_with(p));
+        let typed_any = !head.is_empty();
+        if harness {
+            drafts.push(Draft::bookkeeping(ts, typed, raw.to_owned()));
         } else {
-            draft = Draft::new(EventType::UserInput, ts, typed, raw.to_owned());
-            draft.starts_turn = true;
+            let mut draft = Draft::new(EventType::UserInput, ts, typed, raw.to_owned());
+            draft.starts_turn = typed_any;
+            drafts.push(draft);
         }
-        drafts.push(draft);
     }
 
     fn answer(
@@ -354,23 +345,15 @@ impl Gemini<'_> {
             if !id.is_empty() && self.state.tools.lookup(id).is_some() {
                 continue;
             }
-            let name = call.get("name").and_then(Value::as_str).unwrap_or("tool");
-            let args = call.get("args").unwrap_or(&Value::Null);
-            let mut draft = Draft::new(
-                EventType::ToolCall,
+            let raw = call.to_string();
+            drafts.push(function_call(
+                &mut self.state.tools,
+                call,
                 ts,
-                render_call(name, args),
-                call.to_string(),
-            );
-            draft.model.clone_from(&model);
-            self.state.tools.record_call(
-                &mut draft,
-                name.to_owned(),
-                id.to_owned(),
-                args,
+                &model,
+                raw,
                 self.self_tools,
-            );
-            drafts.push(draft);
+            ));
         }
     }
 
@@ -379,28 +362,21 @@ impl Gemini<'_> {
         let ts = parse_ts(call.get("timestamp")).or(ts);
         let name = call.get("name").and_then(Value::as_str).unwrap_or("tool");
         let id = call.get("id").and_then(Value::as_str).unwrap_or("");
-        let args = call.get("args").unwrap_or(&Value::Null);
         let mut narrowed = call.clone();
         if let Some(fields) = narrowed.as_object_mut() {
             for key in ["result", "resultDisplay"] {
                 fields.remove(key);
             }
         }
-        let mut draft = Draft::new(
-            EventType::ToolCall,
+        let raw = narrowed.to_string();
+        drafts.push(function_call(
+            &mut self.state.tools,
+            call,
             ts,
-            render_call(name, args),
-            narrowed.to_string(),
-        );
-        draft.model = model.to_owned();
-        self.state.tools.record_call(
-            &mut draft,
-            name.to_owned(),
-            id.to_owned(),
-            args,
+            model,
+            raw,
             self.self_tools,
-        );
-        drafts.push(draft);
+        ));
         let status = call.get("status").and_then(Value::as_str).unwrap_or("");
         let result = call.get("result").filter(|r| !r.is_null());
         let display = call.get("resultDisplay").filter(|r| !r.is_null());
@@ -420,15 +396,11 @@ impl Gemini<'_> {
         {
             text.push(display_text(display));
         }
-        let text = text.join("\n");
-        let mut response = Draft::new(
-            EventType::ToolResponse,
-            ts,
-            text,
-            serde_json::json!({"id": id, "status": status, "result": result, "resultDisplay": display})
-                .to_string(),
-        );
-        self.state.tools.name_result(&mut response, id.to_owned());
+        let raw = serde_json::json!({"id": id, "status": status, "result": result, "resultDisplay": display});
+        let mut response = self
+            .state
+            .tools
+            .result(ts, id, text.join("\n"), raw.to_string());
         response.is_error = status == "error";
         if status == "cancelled" {
             response.ending = Some(Ending::Interrupted);
@@ -446,6 +418,24 @@ impl Gemini<'_> {
         }
         drafts.push(response);
     }
+}
+
+/// The tool call of a `{name, id, args}` record (a `functionCall` part, or Gemini CLI's record
+/// of a call), made by `model`.
+pub(crate) fn function_call(
+    tools: &mut ToolNames,
+    call: &Value,
+    ts: Option<i64>,
+    model: &str,
+    raw: String,
+    self_tools: &SelfTools,
+) -> Draft {
+    let name = call.get("name").and_then(Value::as_str).unwrap_or("tool");
+    let id = call.get("id").and_then(Value::as_str).unwrap_or("");
+    let args = call.get("args").unwrap_or(&Value::Null);
+    let mut draft = tools.call(ts, name, id, args, raw, self_tools);
+    draft.model = model.to_owned();
+    draft
 }
 
 /// Gemini CLI's and Qwen Code's shell tool.

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::adapter::{AdapterOutput, ToolNames};
-use super::draft::{Draft, Ending, SelfTools, render_call};
+use super::draft::{Draft, Ending, SelfTools};
 use super::rendered::{self, Rendering, invalid};
 use super::store::{self, Store};
 use crate::vocab::EventType;
@@ -328,9 +328,7 @@ impl OpenCode<'_> {
                 ("user", "text") => {
                     let injected = part.get("synthetic").and_then(Value::as_bool) == Some(true);
                     if injected {
-                        let mut d = Draft::new(EventType::System, pts, text(), raw);
-                        d.bookkeeping = true;
-                        d
+                        Draft::bookkeeping(pts, text(), raw)
                     } else {
                         let mut d = Draft::new(EventType::UserInput, pts, text(), raw);
                         d.starts_turn = true;
@@ -442,20 +440,11 @@ impl OpenCode<'_> {
             state.remove("output");
             state.remove("metadata");
         }
-        let mut call = Draft::new(
-            EventType::ToolCall,
-            ts,
-            render_call(name, input),
-            call_raw.to_string(),
-        );
+        let mut call =
+            self.state
+                .tools
+                .call(ts, name, id, input, call_raw.to_string(), self.self_tools);
         call.model = model.to_owned();
-        self.state.tools.record_call(
-            &mut call,
-            name.to_owned(),
-            id.to_owned(),
-            input,
-            self.self_tools,
-        );
         drafts.push(call);
         let status = state.get("status").and_then(Value::as_str).unwrap_or("");
         let text = match status {
@@ -466,8 +455,7 @@ impl OpenCode<'_> {
         .unwrap_or("")
         .to_owned();
         let ended = state.pointer("/time/end").and_then(Value::as_i64).or(ts);
-        let mut result = Draft::new(EventType::ToolResponse, ended, text, state.to_string());
-        self.state.tools.name_result(&mut result, id.to_owned());
+        let mut result = self.state.tools.result(ended, id, text, state.to_string());
         result.is_error = status == "error";
         if name == "bash" {
             result.exit_code = state
@@ -570,14 +558,8 @@ impl OpenCode<'_> {
                     .iter()
                     .find_map(|k| data.get(*k).and_then(Value::as_str))
                     .unwrap_or("");
-                let mut draft = Draft::new(
-                    EventType::System,
-                    ts,
-                    format!("{}: {body}", other.replace('-', " ")),
-                    raw.to_owned(),
-                );
-                draft.bookkeeping = true;
-                drafts.push(draft);
+                let text = format!("{}: {body}", other.replace('-', " "));
+                drafts.push(Draft::bookkeeping(ts, text, raw.to_owned()));
             }
         }
     }

@@ -17,10 +17,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::adapter::{AdapterOutput, ToolNames};
-use super::draft::{Draft, Ending, SelfTools, exit_code_in_text, parse_ts, render_call};
+use super::draft::{Draft, Ending, SelfTools, exit_code_in_text, parse_ts};
 use super::gemini::{
-    Chat, Gemini, GeminiState, as_parts, display_text, is_shell, is_thought, parts_text,
-    response_text,
+    Chat, Gemini, GeminiState, as_parts, display_text, function_call, is_shell, is_thought,
+    parts_text, response_text,
 };
 use super::rendered::{Rendering, invalid, json_lines};
 use crate::vocab::EventType;
@@ -197,8 +197,7 @@ impl Qwen<'_> {
                     .unwrap_or_else(|| parts_text(&Value::Array(parts.to_vec()), false));
                 let mut draft;
                 if subtype == "notification" {
-                    draft = Draft::new(EventType::System, ts, text, raw.to_owned());
-                    draft.bookkeeping = true;
+                    draft = Draft::bookkeeping(ts, text, raw.to_owned());
                 } else {
                     draft = Draft::new(EventType::UserInput, ts, text, raw.to_owned());
                     // Typed while tools ran, scheduled or voiced: part of the turn under way.
@@ -218,9 +217,7 @@ impl Qwen<'_> {
         }
         for mut draft in made {
             if sidechain {
-                draft.sidechain = true;
-                draft.starts_turn = false;
-                draft.ending = None;
+                draft.mark_sidechain();
             }
             drafts.push(draft);
         }
@@ -255,21 +252,13 @@ impl Qwen<'_> {
             drafts.push(draft);
         }
         for call in calls {
-            let name = call.get("name").and_then(Value::as_str).unwrap_or("tool");
-            let id = call.get("id").and_then(Value::as_str).unwrap_or("");
-            let args = call.get("args").unwrap_or(&Value::Null);
-            let mut draft = Draft::new(
-                EventType::ToolCall,
+            let raw = call.to_string();
+            let draft = function_call(
+                &mut self.state.tools,
+                call,
                 ts,
-                render_call(name, args),
-                call.to_string(),
-            );
-            draft.model.clone_from(&model);
-            self.state.tools.record_call(
-                &mut draft,
-                name.to_owned(),
-                id.to_owned(),
-                args,
+                &model,
+                raw,
                 self.self_tools,
             );
             drafts.push(draft);
@@ -298,14 +287,8 @@ impl Qwen<'_> {
             {
                 text = display_text(display);
             }
-            let mut draft = Draft::new(
-                EventType::ToolResponse,
-                ts,
-                text,
-                serde_json::json!({"functionResponse": response, "toolCallResult": info})
-                    .to_string(),
-            );
-            self.state.tools.name_result(&mut draft, id.to_owned());
+            let raw = serde_json::json!({"functionResponse": response, "toolCallResult": info});
+            let mut draft = self.state.tools.result(ts, id, text, raw.to_string());
             draft.is_error = status == "error" || response.pointer("/response/error").is_some();
             if status == "cancelled" {
                 draft.ending = Some(Ending::Interrupted);
