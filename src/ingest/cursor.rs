@@ -29,7 +29,7 @@ pub(crate) fn sessions(path: &Path) -> io::Result<Vec<(String, u64)>> {
         }
         // A key range, so the key index is used (`;` follows `:`).
         let mut query = db.prepare(
-            "SELECT key, length(value) FROM cursorDiskKV WHERE key >= 'composerData:' AND key < 'composerData;' ORDER BY key",
+            "SELECT key, octet_length(value) FROM cursorDiskKV WHERE key >= 'composerData:' AND key < 'composerData;' ORDER BY key",
         )?;
         let rows = query.query_map([], |row| {
             Ok((row.get::<_, String>(0)?, row.get::<_, Option<i64>>(1)?))

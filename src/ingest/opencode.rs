@@ -8,6 +8,7 @@
 //! starts at a user message with text the user wrote (not a synthetic one); it ends at an
 //! assistant message whose finish reason is not a request for tools, or at an error.
 
+use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -21,35 +22,54 @@ use super::rendered::{self, Rendering, invalid};
 use super::store::{self, Store};
 use crate::vocab::EventType;
 
-/// The sessions of a store with an estimate of their size (the bytes of their rows).
+/// The sessions of a store with the size of their rows. Sizes come from each table in one pass,
+/// as byte lengths the rows record (no row is read whole).
 pub(crate) fn sessions(path: &Path) -> io::Result<Vec<(String, u64)>> {
     Store::open(path)?.snapshot(|db| {
-        let mut sessions = Vec::new();
+        let mut sizes: HashMap<String, i64> = HashMap::new();
+        let mut order = Vec::new();
         if store::has_table(db, "session")? {
-            let mut query = db.prepare(
-                "SELECT s.id, coalesce((SELECT sum(length(data)) FROM part p WHERE p.session_id = s.id), 0)
-                      + coalesce((SELECT sum(length(data)) FROM message m WHERE m.session_id = s.id), 0)
-                 FROM session s ORDER BY s.time_created, s.id",
-            )?;
-            sessions = query
-                .query_map([], |row| Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?)))?
-                .collect::<rusqlite::Result<Vec<_>>>()?;
+            let mut query = db.prepare("SELECT id FROM session ORDER BY time_created, id")?;
+            for id in query.query_map([], |row| row.get::<_, String>(0))? {
+                let id = id?;
+                sizes.insert(id.clone(), 0);
+                order.push(id);
+            }
         }
-        if store::has_table(db, "session_message")? {
-            let mut query = db.prepare(
-                "SELECT session_id, sum(length(data)) FROM session_message GROUP BY session_id",
-            )?;
-            for row in query.query_map([], |row| Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?)))? {
+        for table in ["message", "part", "session_message"] {
+            if !store::has_table(db, table)? {
+                continue;
+            }
+            // Table names come from the list above, never from input.
+            let sql = format!(
+                "SELECT session_id, sum(octet_length(data)) FROM {table} GROUP BY session_id"
+            );
+            let mut query = db.prepare(&sql)?;
+            let rows = query.query_map([], |row| {
+                Ok((row.get::<_, String>(0)?, row.get::<_, Option<i64>>(1)?))
+            })?;
+            for row in rows {
                 let (id, size) = row?;
-                match sessions.iter_mut().find(|(known, _)| *known == id) {
-                    Some(known) => known.1 = known.1.max(size),
-                    None => sessions.push((id, size)),
+                let size = size.unwrap_or(0);
+                match sizes.get_mut(&id) {
+                    // OpenCode 2 may hold a session's messages again: the larger copy counts.
+                    Some(known) if table == "session_message" => *known = (*known).max(size),
+                    Some(known) => *known += size,
+                    // An OpenCode 2 session the older table does not list.
+                    None if table == "session_message" => {
+                        order.push(id.clone());
+                        sizes.insert(id, size);
+                    }
+                    None => {}
                 }
             }
         }
-        Ok(sessions
+        Ok(order
             .into_iter()
-            .map(|(id, size)| (id, u64::try_from(size).unwrap_or(0)))
+            .map(|id| {
+                let size = sizes.get(&id).copied().unwrap_or(0);
+                (id, u64::try_from(size).unwrap_or(0))
+            })
             .collect())
     })
 }

@@ -155,6 +155,16 @@ pub trait LogBytes {
     }
 }
 
+/// When a file was last written, in ms since the epoch.
+fn modified_ms(metadata: &std::fs::Metadata) -> Option<i64> {
+    let since = metadata
+        .modified()
+        .ok()?
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?;
+    i64::try_from(since.as_millis()).ok()
+}
+
 /// A log file on disk.
 pub struct DiskLog {
     content: DiskContent,
@@ -176,40 +186,36 @@ impl DiskLog {
     /// The log at `path`, written by `harness`: the file itself, or its rendering when it is
     /// not an append-only log (see [`rendered`]).
     pub fn open(path: &std::path::Path, harness: Harness) -> io::Result<Self> {
-        let modified_ms = std::fs::metadata(rendered::backing_file(path))?
-            .modified()
-            .ok()
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .and_then(|d| i64::try_from(d.as_millis()).ok());
-        let (content, size) = match rendered::render(harness, path)? {
-            Some(lines) => {
-                let size = lines.len() as u64;
-                (DiskContent::Lines(lines), size)
-            }
-            None => {
-                let file = File::open(path)?;
-                let size = file.metadata()?.len();
-                (DiskContent::File(file), size)
-            }
+        let Some(lines) = rendered::render(harness, path)? else {
+            return Self::file(path);
         };
         Ok(Self {
-            content,
-            size,
-            modified_ms,
+            size: lines.len() as u64,
+            content: DiskContent::Lines(lines),
+            modified_ms: modified_ms(&std::fs::metadata(rendered::backing_file(path))?),
+            archived: false,
+        })
+    }
+
+    /// The file at `path` as it is.
+    fn file(path: &std::path::Path) -> io::Result<Self> {
+        let file = File::open(path)?;
+        let metadata = file.metadata()?;
+        Ok(Self {
+            content: DiskContent::File(file),
+            size: metadata.len(),
+            modified_ms: modified_ms(&metadata),
             archived: false,
         })
     }
 
     /// A file holding a log's archived bytes.
     pub fn archive_copy(path: &std::path::Path) -> io::Result<Self> {
-        let file = File::open(path)?;
-        let size = file.metadata()?.len();
         Ok(Self {
-            content: DiskContent::File(file),
-            size,
             archived: true,
             // The copy's time is not the log's.
             modified_ms: None,
+            ..Self::file(path)?
         })
     }
 
