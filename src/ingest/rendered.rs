@@ -84,7 +84,10 @@ impl Rendering {
 pub fn store_session(path: &Path) -> Option<(PathBuf, &str)> {
     let text = path.to_str()?;
     let (store, session) = text.rsplit_once(STORE_SESSION_SEPARATOR)?;
-    (!session.is_empty() && !session.contains('/')).then(|| (PathBuf::from(store), session))
+    // Only a store's name comes before the separator: a log named `notes#2.jsonl` is a file.
+    let is_store = [".db", ".vscdb"].iter().any(|ext| store.ends_with(ext));
+    (is_store && !session.is_empty() && !session.contains('/'))
+        .then(|| (PathBuf::from(store), session))
 }
 
 /// The path of one session of a store.
@@ -226,5 +229,6 @@ mod tests {
             (Path::new("/data/opencode.db"), "ses_1")
         );
         assert!(store_session(Path::new("/a/b#c/d.jsonl")).is_none());
+        assert!(store_session(Path::new("/logs/notes#2.jsonl")).is_none());
     }
 }
