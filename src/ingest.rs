@@ -142,17 +142,17 @@ pub async fn run(
     show_progress: bool,
 ) -> Result<Summary, IngestError> {
     let lock = lock::IngestLock::acquire(config).await;
+    if let Some(lock) = &lock
+        && lock.failed_write_noted()
+    {
+        // The last run died while writing: its inserts may be half stored. Settled before
+        // this run reads checkpoints, since it writes again what the checkpoints do not cover.
+        writer::repair_statistics(db).await?;
+        lock.clear_failed_write();
+    }
     let outcome = run_locked(config, db, files, show_progress).await;
-    if let Some(lock) = &lock {
-        match &outcome {
-            Err(IngestError::Db(_)) => lock.note_failed_write(),
-            Ok(_) if lock.failed_write_noted() => {
-                // The last run died while writing: its inserts may be half stored.
-                writer::repair_statistics(db).await?;
-                lock.clear_failed_write();
-            }
-            _ => {}
-        }
+    if let (Some(lock), Err(IngestError::Db(_))) = (&lock, &outcome) {
+        lock.note_failed_write();
     }
     outcome
 }

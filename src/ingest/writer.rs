@@ -326,12 +326,31 @@ where
     .await
 }
 
-/// Checks the index statistics against what they count, and corrects them: an engine that
-/// died inside an insert may have stored some of its views' rows and not others (a view's
-/// insert is not atomic with the others'). Says whether anything was corrected. Run only while
-/// nothing else writes: it compares totals read one after another.
+/// Checks the index against the events it indexes, and corrects it: an engine that died inside
+/// an insert may have stored some of its views' rows and not others (a view's insert is not
+/// atomic with the others'). Postings of events that were not stored go (the events are written
+/// again, postings and all, by the next run), then the statistics are made to count what is
+/// stored. Says whether anything was corrected. Run only while nothing else writes: it compares
+/// totals read one after another.
 pub async fn repair_statistics(db: &Db) -> Result<bool, DbError> {
     let deadline = db.default_deadline();
+    let orphans: Option<u64> = db
+        .read(
+            "statistics_orphans",
+            "SELECT count() FROM postings WHERE doc NOT IN (SELECT event_key FROM events)",
+        )
+        .fetch_optional(db, deadline)
+        .await?;
+    let orphans = orphans.unwrap_or(0) > 0;
+    if orphans {
+        tracing::warn!("dropping postings of events that were not stored");
+        db.write(
+            "statistics_orphans",
+            "DELETE FROM postings WHERE doc NOT IN (SELECT event_key FROM events)",
+        )
+        .execute(db, deadline)
+        .await?;
+    }
     let counted: Option<(i64, i64)> = db
         .read(
             "statistics_counted",
@@ -347,7 +366,7 @@ pub async fn repair_statistics(db: &Db) -> Result<bool, DbError> {
         .fetch_optional(db, deadline)
         .await?;
     let (counted, kept) = (counted.unwrap_or_default(), kept.unwrap_or_default());
-    let mut corrected = false;
+    let mut corrected = orphans;
     if counted != kept {
         tracing::warn!(?counted, ?kept, "correcting the corpus statistics");
         let correction = CorpusStatsRow {

@@ -8,6 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use moraine_mcp::db::Db;
+use moraine_mcp::ingest::lock::IngestLock;
 use moraine_mcp::metrics::Metrics;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
@@ -192,6 +193,48 @@ async fn ingest_whose_engine_is_killed_fails_and_a_rerun_converges() {
     let after = snapshot(&db).await;
     assert_statistics_exact(&after);
     after.assert_same_as(&clean_run(&dir).await);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// An engine that died inside an event insert may have stored the postings of the insert (and
+/// the statistics the other views add) without its events: the checkpoint did not move, so the
+/// next run writes those events again, and their postings must not be there twice.
+#[tokio::test]
+async fn postings_stored_without_their_events_are_dropped_before_the_next_run() {
+    let dir = scratch("orphans");
+    write_sessions(&dir, 0x0f0f, 3, 5, "orphanword");
+    let (whole_settings, whole) = fresh_db().await;
+    ingest_paths(&whole_settings, &whole, &dir).await;
+    let clean = snapshot(&whole).await;
+    // The logs as the died run found them: one turn shorter.
+    write_sessions(&dir, 0x0f0f, 3, 4, "orphanword");
+    let (settings, db) = fresh_db().await;
+    ingest_paths(&settings, &db, &dir).await;
+    // What the died insert stored of the last turn: its postings and the views' statistics.
+    for sql in [
+        "INSERT INTO term_df SELECT term, toInt64(count()) FROM {whole:Identifier}.postings \
+         WHERE doc NOT IN (SELECT event_key FROM events) GROUP BY term",
+        "INSERT INTO corpus_stats SELECT 0, toInt64(countIf(searchable)), toInt64(sumIf(doc_len, searchable)) \
+         FROM {whole:Identifier}.events WHERE event_key NOT IN (SELECT event_key FROM events)",
+        "INSERT INTO postings SELECT * FROM {whole:Identifier}.postings \
+         WHERE doc NOT IN (SELECT event_key FROM events)",
+    ] {
+        db.write("t", sql)
+            .param("whole", whole_settings.clickhouse.database.as_str())
+            .setting("insert_deduplicate", "0")
+            .execute(&db, db.default_deadline())
+            .await
+            .unwrap();
+    }
+    let config = settings.clone().validate().unwrap();
+    let lock = IngestLock::acquire(&config).await.unwrap();
+    lock.note_failed_write();
+    drop(lock);
+    write_sessions(&dir, 0x0f0f, 3, 5, "orphanword");
+    ingest_paths(&settings, &db, &dir).await;
+    let after = snapshot(&db).await;
+    assert_statistics_exact(&after);
+    after.assert_same_as(&clean);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
