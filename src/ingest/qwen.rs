@@ -113,11 +113,9 @@ pub(crate) fn render(bytes: &[u8], path: &Path) -> io::Result<Vec<u8>> {
     let mut out = Rendering::default();
     out.push("session", header);
     out.push_damaged(&damaged);
-    let mut records: Vec<Option<Map<String, Value>>> = records.into_iter().map(Some).collect();
+    // Each record is on the chain once (the walk stops at a repeat).
     for index in chain {
-        if let Some(record) = records[index].take() {
-            out.push("entry", record);
-        }
+        out.push("entry", std::mem::take(&mut records[index]));
     }
     Ok(out.into_bytes())
 }
