@@ -72,8 +72,7 @@ pub(crate) fn render(path: &Path) -> io::Result<Vec<u8>> {
             Ok(match rows.next()? {
                 Some(row) => row
                     .get::<_, Option<String>>(0)?
-                    .and_then(|text| serde_json::from_str::<Value>(&text).ok())
-                    .filter(Value::is_object),
+                    .and_then(|text| serde_json::from_str::<Value>(&text).ok()),
                 None => None,
             })
         };
@@ -88,7 +87,7 @@ pub(crate) fn render(path: &Path) -> io::Result<Vec<u8>> {
             }
         } else if let Some(Value::Array(bubbles)) = document.get("conversation") {
             // Older documents hold their bubbles inline.
-            for found in bubbles.iter().filter(|b| b.is_object()) {
+            for found in bubbles {
                 out.push_value("bubble", found.clone());
             }
         }

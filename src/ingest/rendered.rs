@@ -59,15 +59,11 @@ impl Rendering {
         }
     }
 
-    /// Appends a record given as a JSON object (anything else is wrapped as `value`).
+    /// Appends a record given as a JSON value: only an object is one (a store's `null` for a
+    /// deleted message is passed over).
     pub fn push_value(&mut self, kind: &str, value: Value) {
-        match value {
-            Value::Object(fields) => self.push(kind, fields),
-            other => {
-                let mut fields = Map::new();
-                fields.insert("value".into(), other);
-                self.push(kind, fields);
-            }
+        if let Value::Object(fields) = value {
+            self.push(kind, fields);
         }
     }
 
