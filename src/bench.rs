@@ -4,6 +4,7 @@
 //! markdown table. Numbers are reported, never asserted.
 
 pub(crate) mod corpus;
+mod harness_logs;
 pub(crate) mod load;
 pub(crate) mod seed;
 
@@ -48,6 +49,10 @@ pub(crate) struct BenchArgs {
     /// Seed of the corpus and the query sampling.
     #[arg(long, default_value_t = 42)]
     seed: u64,
+    /// The harnesses the corpus is written for, in turn (default: a mix of all eight, Codex
+    /// and Claude Code twice as often as the others).
+    #[arg(long, value_delimiter = ',')]
+    harnesses: Vec<Harness>,
     /// Skip the seed-design baseline.
     #[arg(long)]
     no_baseline: bool,
@@ -156,6 +161,8 @@ struct SizeReport {
     events: u64,
     searchable_documents: u64,
     sessions: u64,
+    /// Sessions written per harness.
+    harnesses: String,
     log_bytes: u64,
     ingest_seconds: f64,
     ingest_events_per_second: f64,
@@ -289,6 +296,7 @@ async fn run_size(
         events: summary.counters.events,
         searchable_documents: documents,
         sessions,
+        harnesses: generated.mix(),
         log_bytes: generated.bytes,
         ingest_seconds: summary.elapsed.as_secs_f64(),
         ingest_events_per_second: summary.events_per_second(),
@@ -330,6 +338,7 @@ async fn load(
     let spec = corpus::Spec {
         events: size,
         seed: args.seed,
+        harnesses: args.harnesses.clone(),
     };
     let corpus_dir = out.join(format!("corpus-{label}"));
     let generated =
@@ -351,8 +360,11 @@ async fn load(
     migrate::migrate(&config.clickhouse, &db).await?;
 
     eprintln!(
-        "bench {label}: ingesting {} events from {} files",
-        generated.events, generated.files
+        "bench {label}: ingesting {} events from {} files ({} sessions: {})",
+        generated.events,
+        generated.files,
+        generated.sessions.iter().map(|(_, n)| n).sum::<u64>(),
+        generated.mix()
     );
     let (logs, problems) =
         files::from_paths(std::slice::from_ref(&generated.dir), None, Some("bench"));
@@ -1000,8 +1012,8 @@ fn markdown(reports: &[SizeReport], judged: bool) -> String {
     }
     for r in reports {
         out.push_str(&format!(
-            "\n### {} searchable documents ({} events, {} sessions)\n\n",
-            r.searchable_documents, r.events, r.sessions
+            "\n### {} searchable documents ({} events, {} sessions)\n\nSessions per harness: {}.\n\n",
+            r.searchable_documents, r.events, r.sessions, r.harnesses
         ));
         out.push_str("| operation | spec P50/P95/P99 | goal | P50 | P95 | P99 | server P50 | seed P50 | seed ÷ ours | goal | spec |\n");
         out.push_str("|---|---|---|---|---|---|---|---|---|---|---|\n");

@@ -15,6 +15,7 @@ use rand_distr::{Distribution, LogNormal, Zipf};
 use rand_pcg::Pcg64Mcg;
 use serde_json::{Value, json};
 
+use super::harness_logs::{self, Stores};
 use crate::vocab::Harness;
 
 /// Words agents really use, most frequent first; the head of the vocabulary.
@@ -217,7 +218,25 @@ pub(crate) struct Spec {
     /// Approximate number of events to write.
     pub events: u64,
     pub seed: u64,
+    /// The harnesses sessions are written for, in turn (a harness listed twice gets twice the
+    /// sessions). The first two sessions, the landmarks, are always Codex and Claude Code.
+    pub harnesses: Vec<Harness>,
 }
+
+/// The default mix: Codex and Claude Code a fifth of the sessions each, every other harness a
+/// tenth (Cursor's and OpenCode's in their SQLite stores).
+pub(crate) const MIX: &[Harness] = &[
+    Harness::Codex,
+    Harness::ClaudeCode,
+    Harness::GeminiCli,
+    Harness::Cursor,
+    Harness::OpenCode,
+    Harness::Codex,
+    Harness::ClaudeCode,
+    Harness::CopilotCli,
+    Harness::QwenCode,
+    Harness::Droid,
+];
 
 /// What was generated.
 #[derive(Debug, Clone)]
@@ -226,9 +245,22 @@ pub(crate) struct Generated {
     pub files: usize,
     pub events: u64,
     pub bytes: u64,
+    /// Sessions written per harness.
+    pub sessions: Vec<(Harness, u64)>,
     /// Native session ids of the sessions with exactly 100 and 1000 turns.
     pub hundred_turns: (Harness, String),
     pub thousand_turns: (Harness, String),
+}
+
+impl Generated {
+    /// The mix, as `harness n, …`.
+    pub(crate) fn mix(&self) -> String {
+        self.sessions
+            .iter()
+            .map(|(h, n)| format!("{} {n}", h.as_str()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
 }
 
 struct Vocabulary {
@@ -273,14 +305,14 @@ impl Vocabulary {
 }
 
 /// Builds texts with a session's own topic words mixed in.
-struct Writer<'a> {
+pub(super) struct Writer<'a> {
     vocabulary: &'a Vocabulary,
     topic: Vec<String>,
-    repo: String,
+    pub(super) repo: String,
 }
 
 impl Writer<'_> {
-    fn token(&self, rng: &mut Pcg64Mcg) -> String {
+    pub(super) fn token(&self, rng: &mut Pcg64Mcg) -> String {
         match rng.random_range(0..100) {
             0..=11 => self.topic[rng.random_range(0..self.topic.len())].clone(),
             12..=14 => format!("{}/{}.rs", self.repo, self.vocabulary.word(rng)),
@@ -293,7 +325,7 @@ impl Writer<'_> {
         }
     }
 
-    fn sentence(&self, rng: &mut Pcg64Mcg, words: usize) -> String {
+    pub(super) fn sentence(&self, rng: &mut Pcg64Mcg, words: usize) -> String {
         let mut out = String::with_capacity(words * 8);
         for i in 0..words {
             if i > 0 {
@@ -308,13 +340,13 @@ impl Writer<'_> {
         out
     }
 
-    fn sentence_in(&self, rng: &mut Pcg64Mcg, words: std::ops::Range<usize>) -> String {
+    pub(super) fn sentence_in(&self, rng: &mut Pcg64Mcg, words: std::ops::Range<usize>) -> String {
         let count = rng.random_range(words);
         self.sentence(rng, count)
     }
 
     /// A tool output: usually short, sometimes kilobytes of log lines, rarely over 64 KiB.
-    fn output(&self, rng: &mut Pcg64Mcg) -> String {
+    pub(super) fn output(&self, rng: &mut Pcg64Mcg) -> String {
         let words = match rng.random_range(0..100) {
             0 => rng.random_range(9000..14000),
             1..=14 => rng.random_range(300..3000),
@@ -324,14 +356,14 @@ impl Writer<'_> {
     }
 }
 
-fn hex(rng: &mut Pcg64Mcg, len: usize) -> String {
+pub(super) fn hex(rng: &mut Pcg64Mcg, len: usize) -> String {
     const DIGITS: &[u8] = b"0123456789abcdef";
     (0..len)
         .map(|_| DIGITS[rng.random_range(0..16)] as char)
         .collect()
 }
 
-fn uuid(rng: &mut Pcg64Mcg) -> String {
+pub(super) fn uuid(rng: &mut Pcg64Mcg) -> String {
     let mut bytes = [0u8; 16];
     rng.fill_bytes(&mut bytes);
     bytes[6] = (bytes[6] & 0x0f) | 0x40;
@@ -347,7 +379,7 @@ fn uuid(rng: &mut Pcg64Mcg) -> String {
     )
 }
 
-fn iso(ms: i64) -> String {
+pub(super) fn iso(ms: i64) -> String {
     crate::text::format_ts(ms)
 }
 
@@ -356,8 +388,7 @@ pub(crate) fn generate(spec: &Spec, dir: &Path) -> std::io::Result<Generated> {
     if dir.exists() {
         std::fs::remove_dir_all(dir)?;
     }
-    std::fs::create_dir_all(dir.join("codex"))?;
-    std::fs::create_dir_all(dir.join("claude").join("-bench-project"))?;
+    std::fs::create_dir_all(dir)?;
     let mut rng = Pcg64Mcg::seed_from_u64(spec.seed);
     let vocabulary = Vocabulary::new(&mut rng);
     let turns_per_session = LogNormal::new(2.2, 0.9).expect("valid lognormal");
@@ -368,18 +399,29 @@ pub(crate) fn generate(spec: &Spec, dir: &Path) -> std::io::Result<Generated> {
         files: 0,
         events: 0,
         bytes: 0,
+        sessions: Vec::new(),
         hundred_turns: (Harness::Codex, String::new()),
         thousand_turns: (Harness::Codex, String::new()),
     };
+    let rotation = if spec.harnesses.is_empty() {
+        MIX
+    } else {
+        &spec.harnesses[..]
+    };
+    let cursor_store = dir.join("cursor/User/globalStorage/state.vscdb");
+    let opencode_store = dir.join("opencode/opencode.db");
+    let mut stores: Option<Stores> = None;
     let mut index = 0u64;
     while generated.events < spec.events {
         // The first two sessions are the landmarks open(session) is measured on.
-        let turns = match index {
-            0 => 1000,
-            1 => 100,
-            _ => (turns_per_session.sample(&mut rng) as u32).clamp(1, 250),
+        let (turns, harness) = match index {
+            0 => (1000, Harness::Codex),
+            1 => (100, Harness::ClaudeCode),
+            _ => (
+                (turns_per_session.sample(&mut rng) as u32).clamp(1, 250),
+                rotation[(index as usize - 2) % rotation.len()],
+            ),
         };
-        let codex = index.is_multiple_of(2);
         let topic: Vec<String> = (0..30)
             .map(|_| vocabulary.words[rng.random_range(200..20_000)].clone())
             .collect();
@@ -388,57 +430,114 @@ pub(crate) fn generate(spec: &Spec, dir: &Path) -> std::io::Result<Generated> {
             topic,
             repo: format!("src/{}", vocabulary.words[rng.random_range(200..3000)]),
         };
+        let w = &writer;
         let id = uuid(&mut rng);
         let started = start_2025 + rng.random_range(0..year_ms);
-        let (path, events) = if codex {
-            let stamp = iso(started).replace([':', '.'], "-");
-            let path = dir
-                .join("codex")
-                .join(format!("rollout-{}-{id}.jsonl", &stamp[..19]));
-            let events = write_codex(&path, &id, started, turns, &writer, &mut rng)?;
-            (path, events)
-        } else {
-            let path = dir
-                .join("claude")
-                .join("-bench-project")
-                .join(format!("{id}.jsonl"));
-            let events = write_claude(&path, &id, started, turns, &writer, &mut rng)?;
-            (path, events)
-        };
-        let harness = if codex {
-            Harness::Codex
-        } else {
-            Harness::ClaudeCode
+        let stamp = iso(started).replace([':', '.'], "-");
+        let file = |relative: String| dir.join(relative);
+        let (path, events) = match harness {
+            Harness::Codex => {
+                let path = file(format!("codex/rollout-{}-{id}.jsonl", &stamp[..19]));
+                let events = write_codex(&path, &id, started, turns, w, &mut rng)?;
+                (Some(path), events)
+            }
+            Harness::ClaudeCode => {
+                let path = file(format!("claude/-bench-project/{id}.jsonl"));
+                let events = write_claude(&path, &id, started, turns, w, &mut rng)?;
+                (Some(path), events)
+            }
+            Harness::GeminiCli => {
+                let name = format!("session-{}-{}.jsonl", &stamp[..16], &id[..8]);
+                let path = file(format!("gemini/tmp/bench/chats/{name}"));
+                let events = harness_logs::write_gemini(&path, &id, started, turns, w, &mut rng)?;
+                (Some(path), events)
+            }
+            Harness::QwenCode => {
+                let path = file(format!("qwen/projects/-bench-project/chats/{id}.jsonl"));
+                let events = harness_logs::write_qwen(&path, &id, started, turns, w, &mut rng)?;
+                (Some(path), events)
+            }
+            Harness::CopilotCli => {
+                let path = file(format!("copilot/session-state/{id}/events.jsonl"));
+                let events = harness_logs::write_copilot(&path, &id, started, turns, w, &mut rng)?;
+                (Some(path), events)
+            }
+            Harness::Droid => {
+                let path = file(format!("droid/sessions/-bench-project/{id}.jsonl"));
+                let events = harness_logs::write_droid(&path, &id, started, turns, w, &mut rng)?;
+                (Some(path), events)
+            }
+            Harness::Cursor | Harness::OpenCode => {
+                if stores.is_none() {
+                    stores = Some(Stores::create(&cursor_store, &opencode_store)?);
+                }
+                let stores = stores.as_ref().expect("just created");
+                let events = if harness == Harness::Cursor {
+                    stores.write_cursor(&id, started, turns, w, &mut rng)?
+                } else {
+                    stores.write_opencode(index, started, turns, w, &mut rng)?
+                };
+                (None, events)
+            }
         };
         match index {
             0 => generated.thousand_turns = (harness, id.clone()),
             1 => generated.hundred_turns = (harness, id.clone()),
             _ => {}
         }
-        generated.bytes += std::fs::metadata(&path)?.len();
+        if let Some(path) = path {
+            generated.bytes += std::fs::metadata(&path)?.len();
+            generated.files += 1;
+        }
         generated.events += events;
-        generated.files += 1;
+        match generated.sessions.iter_mut().find(|(h, _)| *h == harness) {
+            Some((_, n)) => *n += 1,
+            None => generated.sessions.push((harness, 1)),
+        }
         index += 1;
+    }
+    if let Some(stores) = stores {
+        stores.finish()?;
+        for store in [cursor_store, opencode_store] {
+            generated.bytes += std::fs::metadata(&store)?.len();
+            generated.files += 1;
+        }
     }
     Ok(generated)
 }
 
 /// Writes one JSON record per line and counts the events ingest will make of it.
-struct Log {
+pub(super) struct Log {
     out: BufWriter<File>,
     at: i64,
     events: u64,
 }
 
 impl Log {
-    fn record(&mut self, value: Value, events: u64) -> std::io::Result<()> {
+    pub(super) fn create(path: &Path, started: i64) -> std::io::Result<Self> {
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        Ok(Self {
+            out: BufWriter::with_capacity(1 << 20, File::create(path)?),
+            at: started,
+            events: 0,
+        })
+    }
+
+    pub(super) fn finish(mut self) -> std::io::Result<u64> {
+        self.out.flush()?;
+        Ok(self.events)
+    }
+
+    pub(super) fn record(&mut self, value: Value, events: u64) -> std::io::Result<()> {
         serde_json::to_writer(&mut self.out, &value)?;
         self.out.write_all(b"\n")?;
         self.events += events;
         Ok(())
     }
 
-    fn tick(&mut self, rng: &mut Pcg64Mcg) -> String {
+    pub(super) fn tick(&mut self, rng: &mut Pcg64Mcg) -> String {
         self.at += rng.random_range(200..40_000);
         iso(self.at)
     }
@@ -452,11 +551,7 @@ fn write_codex(
     w: &Writer<'_>,
     rng: &mut Pcg64Mcg,
 ) -> std::io::Result<u64> {
-    let mut log = Log {
-        out: BufWriter::with_capacity(1 << 20, File::create(path)?),
-        at: started,
-        events: 0,
-    };
+    let mut log = Log::create(path, started)?;
     let ts = log.tick(rng);
     log.record(json!({"timestamp": ts, "type": "session_meta", "payload": {"id": id, "cwd": format!("/home/dev/{}", w.repo), "originator": "codex_cli_rs", "cli_version": "0.98.0"}}), 1)?;
     for _ in 0..turns {
@@ -509,8 +604,7 @@ fn write_codex(
         let ts = log.tick(rng);
         log.record(json!({"timestamp": ts, "type": "event_msg", "payload": {"type": "task_complete", "last_agent_message": ""}}), 1)?;
     }
-    log.out.flush()?;
-    Ok(log.events)
+    log.finish()
 }
 
 fn write_claude(
@@ -521,11 +615,7 @@ fn write_claude(
     w: &Writer<'_>,
     rng: &mut Pcg64Mcg,
 ) -> std::io::Result<u64> {
-    let mut log = Log {
-        out: BufWriter::with_capacity(1 << 20, File::create(path)?),
-        at: started,
-        events: 0,
-    };
+    let mut log = Log::create(path, started)?;
     let base = |ts: String, kind: &str, message: Value| json!({"type": kind, "sessionId": id, "timestamp": ts, "cwd": "/home/dev", "isSidechain": false, "message": message});
     for _ in 0..turns {
         let ts = log.tick(rng);
@@ -561,8 +651,7 @@ fn write_claude(
         let answer = w.sentence_in(rng, 15..150);
         log.record(base(ts, "assistant", json!({"role": "assistant", "model": "claude-sonnet-4-5", "content": [{"type": "text", "text": answer}], "stop_reason": "end_turn"})), 1)?;
     }
-    log.out.flush()?;
-    Ok(log.events)
+    log.finish()
 }
 
 #[cfg(test)]
@@ -576,6 +665,7 @@ mod tests {
             &Spec {
                 events: 3000,
                 seed: 7,
+                harnesses: Vec::new(),
             },
             &base.join("a"),
         )
@@ -584,6 +674,7 @@ mod tests {
             &Spec {
                 events: 3000,
                 seed: 7,
+                harnesses: Vec::new(),
             },
             &base.join("b"),
         )
@@ -591,6 +682,9 @@ mod tests {
         assert!(a.events >= 3000);
         assert_eq!((a.events, a.files, a.bytes), (b.events, b.files, b.bytes));
         assert_eq!(a.thousand_turns, b.thousand_turns);
+        assert_eq!(a.sessions, b.sessions);
+        // Every harness of the mix is written.
+        assert_eq!(a.sessions.len(), Harness::ALL.len(), "{}", a.mix());
         std::fs::remove_dir_all(&base).unwrap();
     }
 }
