@@ -1,7 +1,9 @@
-//! The bundled demo corpus: a dozen sessions written for this project, in both log formats,
+//! The bundled demo corpus: sessions written for this project in every harness's log format,
 //! that `up` loads when no agent logs are found, so a new user can search something at once.
 
 use std::path::{Path, PathBuf};
+
+use crate::vocab::Harness;
 
 macro_rules! demo_file {
     ($path:literal) => {
@@ -9,7 +11,9 @@ macro_rules! demo_file {
     };
 }
 
-/// Every demo log, by path under `deploy/demo/`. A test keeps this list equal to the directory.
+/// Every demo file, by path under `deploy/demo/`: logs, and the SQL scripts the SQLite stores
+/// are built from (`<store>.sql`). The first directory names the harness. A test keeps this
+/// list equal to the directory.
 pub(crate) const FILES: &[(&str, &str)] = &[
     demo_file!("claude/-home-dev-src-cartographe/725ccb83-0d98-4bc2-8496-45fd2d73ccb8.jsonl"),
     demo_file!("claude/-home-dev-src-harborctl/662ca2bc-637c-4429-a572-b2286ec3813f.jsonl"),
@@ -38,6 +42,22 @@ pub(crate) const FILES: &[(&str, &str)] = &[
     demo_file!(
         "codex/2026/02/10/rollout-2026-02-10T08-31-15-37ab4478-d26c-42b2-86c4-6b6e4363efbf.jsonl"
     ),
+    demo_file!("copilot/session-state/6e384316-10c7-434e-a2f5-9911f9443475/events.jsonl"),
+    demo_file!("cursor/User/globalStorage/state.vscdb.sql"),
+    demo_file!("droid/sessions/-home-dev-src-harborctl/b5d8b6d9-0d1f-4982-9644-a74de75f397f.jsonl"),
+    demo_file!(
+        "droid/sessions/-home-dev-src-harborctl/b5d8b6d9-0d1f-4982-9644-a74de75f397f.settings.json"
+    ),
+    demo_file!(
+        "gemini/tmp/5e8b1c3d9a7f2e4b6c0d8a1f3e5b7c9d2a4f6e8b0c1d3e5f7a9b2c4d6e8f0a1b/.project_root"
+    ),
+    demo_file!(
+        "gemini/tmp/5e8b1c3d9a7f2e4b6c0d8a1f3e5b7c9d2a4f6e8b0c1d3e5f7a9b2c4d6e8f0a1b/chats/session-2026-02-20T10-04-3a7c9e1f.jsonl"
+    ),
+    demo_file!("opencode/opencode.db.sql"),
+    demo_file!(
+        "qwen/projects/-home-dev-src-ledgerline/chats/1b98f5f0-f9d9-4bdf-b5e6-959d60334919.jsonl"
+    ),
 ];
 
 /// The source name the demo sessions are stored under.
@@ -62,19 +82,43 @@ fn dismissal(data_dir: &Path) -> PathBuf {
     data_dir.join("demo-removed")
 }
 
-/// Writes the demo logs under `dir` (replacing older copies) and returns the directories that
-/// hold the Codex and the Claude Code logs.
-pub(crate) fn write_to(dir: &Path) -> std::io::Result<(PathBuf, PathBuf)> {
+/// Writes the demo under `dir` (replacing older copies; a store is rebuilt only when its script
+/// changed) and returns each harness's directory.
+pub fn write_to(dir: &Path) -> std::io::Result<Vec<(Harness, PathBuf)>> {
+    let mut roots: Vec<(Harness, PathBuf)> = Vec::new();
     for (relative, contents) in FILES {
         let path = dir.join(relative);
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent)?;
         }
-        if std::fs::read_to_string(&path).ok().as_deref() != Some(*contents) {
+        let changed = std::fs::read_to_string(&path).ok().as_deref() != Some(*contents);
+        if let Some(store) = relative.strip_suffix(".sql") {
+            let store = dir.join(store);
+            if changed || !store.exists() {
+                build_store(&store, contents)?;
+            }
+        }
+        if changed {
             std::fs::write(&path, contents)?;
         }
+        let top = relative.split('/').next().unwrap_or_default();
+        let harness = Harness::parse(top).expect("each demo directory is named after a harness");
+        if !roots.iter().any(|(h, _)| *h == harness) {
+            roots.push((harness, dir.join(top)));
+        }
     }
-    Ok((dir.join("codex"), dir.join("claude")))
+    Ok(roots)
+}
+
+/// Builds the SQLite store at `path` from `script`, into a temporary file renamed into place
+/// so a reader never sees half a store.
+fn build_store(path: &Path, script: &str) -> std::io::Result<()> {
+    let building = path.with_extension("building");
+    let _ = std::fs::remove_file(&building);
+    rusqlite::Connection::open(&building)
+        .and_then(|db| db.execute_batch(script))
+        .map_err(std::io::Error::other)?;
+    std::fs::rename(&building, path)
 }
 
 #[cfg(test)]
@@ -84,19 +128,39 @@ mod tests {
     #[test]
     fn test_list_matches_the_directory() {
         let root = concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/demo");
-        let pattern = format!("{root}/**/*.jsonl");
+        let pattern = format!("{root}/*/**/*");
         let mut on_disk: Vec<String> = glob::glob(&pattern)
             .unwrap()
-            .map(|p| {
-                p.unwrap()
-                    .strip_prefix(root)
-                    .unwrap()
-                    .to_string_lossy()
-                    .into_owned()
-            })
+            .map(Result::unwrap)
+            .filter(|p| p.is_file())
+            .map(|p| p.strip_prefix(root).unwrap().to_string_lossy().into_owned())
             .collect();
         on_disk.sort();
         let listed: Vec<String> = FILES.iter().map(|(p, _)| (*p).to_owned()).collect();
         assert_eq!(on_disk, listed);
+    }
+
+    #[test]
+    fn written_demo_has_every_harness_and_builds_each_store_once() {
+        let dir = std::env::temp_dir().join(format!("moraine-demo-{}", std::process::id()));
+        let roots = write_to(&dir).unwrap();
+        let mut harnesses: Vec<Harness> = roots.iter().map(|(h, _)| *h).collect();
+        harnesses.sort_by_key(|h| h.as_str());
+        let mut all = Harness::ALL.to_vec();
+        all.sort_by_key(|h| h.as_str());
+        assert_eq!(harnesses, all);
+        let store = dir.join("opencode/opencode.db");
+        let built = std::fs::metadata(&store).unwrap().modified().unwrap();
+        let db = rusqlite::Connection::open(&store).unwrap();
+        let sessions: i64 = db
+            .query_row("SELECT count(*) FROM session", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(sessions, 1);
+        write_to(&dir).unwrap();
+        assert_eq!(
+            std::fs::metadata(&store).unwrap().modified().unwrap(),
+            built
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -13,7 +13,6 @@ use crate::config::{Compression, Config, expand_home};
 use crate::db::Db;
 use crate::embedded::{Engine, Environment};
 use crate::ingest::{self, files};
-use crate::vocab::Harness;
 use crate::{app, demo, migrate};
 
 mod running;
@@ -177,11 +176,10 @@ async fn ingest_local(
     }
     if logs.is_empty() && config.embedded.demo_when_empty && !demo::dismissed(data_dir) {
         let demo_dir = data_dir.join("demo");
-        let (codex, claude) = demo::write_to(&demo_dir)?;
-        let (mut found, _) = files::from_paths(&[codex], Some(Harness::Codex), Some(demo::SOURCE));
-        let (claude_found, _) =
-            files::from_paths(&[claude], Some(Harness::ClaudeCode), Some(demo::SOURCE));
-        found.extend(claude_found);
+        let mut found = Vec::new();
+        for (harness, root) in demo::write_to(&demo_dir)? {
+            found.extend(files::from_paths(&[root], Some(harness), Some(demo::SOURCE)).0);
+        }
         if announce {
             eprintln!(
                 "no agent logs found under {}; loading {} demo sessions (`moraine-mcp ingest <path>` adds your own, `moraine-mcp forget --demo` removes these)",

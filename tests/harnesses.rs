@@ -31,17 +31,7 @@ fn scratch(name: &str) -> PathBuf {
 
 /// The format fixtures with their SQLite stores built, under `dir`.
 fn build_formats(dir: &Path) {
-    common::copy_tree(&formats(), dir, &mut |path| {
-        let name = path.to_string_lossy();
-        if let Some(store) = name.strip_suffix(".sql") {
-            let sql = std::fs::read_to_string(path).unwrap();
-            rusqlite::Connection::open(store)
-                .unwrap()
-                .execute_batch(&sql)
-                .unwrap();
-            std::fs::remove_file(path).unwrap();
-        }
-    });
+    common::copy_formats(dir);
     std::fs::remove_dir_all(dir.join("golden")).unwrap();
 }
 
@@ -263,6 +253,249 @@ async fn every_harness_is_found_by_search_and_opened() {
             harness.as_str(),
             "{opened:#}"
         );
+    }
+    server.stop().await;
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Ingests `path` as `harness`'s, putting up with files caught half-written (a run counts them
+/// unreadable and reads them again next time).
+async fn ingest_as(
+    config: &moraine_mcp::config::Settings,
+    db: &moraine_mcp::db::Db,
+    path: &Path,
+    harness: Harness,
+) -> moraine_mcp::ingest::Summary {
+    let (logs, _) = moraine_mcp::ingest::files::from_paths(&[path.to_owned()], Some(harness), None);
+    let config = config.clone().validate().unwrap();
+    moraine_mcp::ingest::run(&config, db, logs, false)
+        .await
+        .unwrap()
+}
+
+/// Events whose text contains `text`.
+fn count_text(s: &common::Snapshot, text: &str) -> usize {
+    s.events.iter().filter(|e| e.5.contains(text)).count()
+}
+
+const CURSOR_COMPOSER: &str = "6f1c2a8e-3b5d-4e7f-9a0c-1d2e3f4a5b6c";
+
+/// One more bubble at the end of the conversation, the way Cursor adds one: the bubble, then
+/// the composer document rewritten with the new header list.
+fn cursor_adds_bubble(store: &Path, bubble: &str, kind: u8, text: &str) {
+    agent_writes(
+        store,
+        &format!(
+            "INSERT INTO cursorDiskKV VALUES ('bubbleId:{CURSOR_COMPOSER}:{bubble}', json_object('_v', 3, 'type', {kind}, 'bubbleId', '{bubble}', 'text', '{text}', 'createdAt', '2026-09-01T10:00:00.000Z'));
+             UPDATE cursorDiskKV SET value = json_insert(value, '$.fullConversationHeadersOnly[#]', json_object('bubbleId', '{bubble}', 'type', {kind})) WHERE key = 'composerData:{CURSOR_COMPOSER}';"
+        ),
+    );
+}
+
+#[tokio::test]
+async fn a_cursor_conversation_rewritten_in_its_store_is_reread_alone_and_ends_as_one_clean_read() {
+    let dir = scratch("cursor");
+    build_formats(&dir);
+    let store = dir.join("cursor/User/globalStorage/state.vscdb");
+    let (config, db) = common::fresh_db().await;
+    let first = common::ingest_paths(&config, &db, &store).await;
+    assert_eq!(first.counters.files_read, 2);
+    let rerun = common::ingest_paths(&config, &db, &store).await;
+    assert_eq!(
+        (rerun.counters.files_unchanged, rerun.counters.events),
+        (2, 0)
+    );
+    let has = |s: &common::Snapshot, text: &str| count_text(s, text) > 0;
+    assert!(has(&snapshot(&db).await, "record a response and mock it"));
+
+    // The user edits their second prompt: Cursor rewrites that bubble, drops the reply that
+    // followed it from the header list and adds the new reply.
+    agent_writes(
+        &store,
+        &format!(
+            "UPDATE cursorDiskKV SET value = json_set(value, '$.text', 'replace the live call with a vcr cassette') WHERE key = 'bubbleId:{CURSOR_COMPOSER}:u2';
+             UPDATE cursorDiskKV SET value = json_set(value, '$.fullConversationHeadersOnly', json('[{{\"bubbleId\":\"u1\",\"type\":1}},{{\"bubbleId\":\"a1\",\"type\":2}},{{\"bubbleId\":\"a2\",\"type\":2}},{{\"bubbleId\":\"a3\",\"type\":2}},{{\"bubbleId\":\"u2\",\"type\":1}},{{\"bubbleId\":\"a5\",\"type\":2}}]')) WHERE key = 'composerData:{CURSOR_COMPOSER}';
+             INSERT INTO cursorDiskKV VALUES ('bubbleId:{CURSOR_COMPOSER}:a5', '{{\"_v\":3,\"type\":2,\"bubbleId\":\"a5\",\"text\":\"Recorded the response as a cassette; the test no longer reaches the network.\",\"createdAt\":\"2026-09-01T09:03:00.000Z\"}}');"
+        ),
+    );
+    let second = common::ingest_paths(&config, &db, &store).await;
+    assert_eq!(
+        (second.counters.files_read, second.counters.files_unchanged),
+        (1, 1),
+        "only the rewritten conversation is read"
+    );
+    let rewritten = snapshot(&db).await;
+    common::assert_statistics_exact(&rewritten);
+    assert!(!has(&rewritten, "record a response and mock it"));
+    assert!(has(&rewritten, "vcr cassette"));
+    assert!(has(&rewritten, "no longer reaches the network"));
+
+    // Then the agent keeps appending while ingest runs again and again.
+    let writing = {
+        let store = store.clone();
+        std::thread::spawn(move || {
+            for i in 0..40 {
+                let (bubble, kind) = if i % 2 == 0 { ("u", 1) } else { ("a", 2) };
+                cursor_adds_bubble(
+                    &store,
+                    &format!("{bubble}x{i}"),
+                    kind,
+                    &format!("appended bubble marker{i}x"),
+                );
+                std::thread::sleep(std::time::Duration::from_millis(15));
+            }
+        })
+    };
+    while !writing.is_finished() {
+        common::ingest_paths(&config, &db, &store).await;
+    }
+    writing.join().unwrap();
+    common::ingest_paths(&config, &db, &store).await;
+    let last = snapshot(&db).await;
+    common::assert_statistics_exact(&last);
+    for i in 0..40 {
+        assert_eq!(
+            count_text(&last, &format!("marker{i}x")),
+            1,
+            "bubble {i} once"
+        );
+    }
+
+    let clean_dir = scratch("cursor-clean");
+    std::fs::copy(&store, clean_dir.join("state.vscdb")).unwrap();
+    let (clean_config, clean_db) = common::fresh_db().await;
+    common::ingest_paths(&clean_config, &clean_db, &clean_dir.join("state.vscdb")).await;
+    assert_eq!(
+        last,
+        snapshot(&clean_db).await,
+        "as one read of the final store"
+    );
+    let after = common::ingest_paths(&config, &db, &store).await;
+    assert_eq!(
+        (after.counters.files_unchanged, after.counters.events),
+        (2, 0)
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+    std::fs::remove_dir_all(clean_dir).unwrap();
+}
+
+#[tokio::test]
+async fn a_gemini_json_chat_rewritten_while_ingest_runs_ends_as_one_clean_read() {
+    let source = formats().join("gemini/tmp/kiln/chats/session-2026-03-14T16-40-2e8f6a1c.json");
+    let dir = scratch("gemini-json");
+    let chats = dir.join(".gemini/tmp/kiln/chats");
+    std::fs::create_dir_all(&chats).unwrap();
+    let log = chats.join("session-2026-03-14T16-40-2e8f6a1c.json");
+    std::fs::copy(&source, &log).unwrap();
+    let (config, db) = common::fresh_db().await;
+    let first = ingest_as(&config, &db, &dir, Harness::GeminiCli).await;
+    assert_eq!(first.counters.files_read, 1);
+
+    // Gemini CLI rewrites the whole file after each message, truncating it first: a reader can
+    // find it empty or half written.
+    let writing = {
+        let log = log.clone();
+        let mut chat: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&source).unwrap()).unwrap();
+        std::thread::spawn(move || {
+            use std::io::Write;
+            for i in 0..40 {
+                let kind = if i % 2 == 0 { "user" } else { "gemini" };
+                chat["messages"].as_array_mut().unwrap().push(json!({
+                    "id": format!("extra-{i}"),
+                    "timestamp": format!("2026-03-14T16:50:{i:02}.000Z"),
+                    "type": kind,
+                    "content": format!("rewritten message marker{i}x"),
+                }));
+                let bytes = serde_json::to_vec_pretty(&chat).unwrap();
+                let mut file = std::fs::File::create(&log).unwrap();
+                file.write_all(&bytes[..bytes.len() / 2]).unwrap();
+                file.flush().unwrap();
+                std::thread::sleep(std::time::Duration::from_millis(5));
+                file.write_all(&bytes[bytes.len() / 2..]).unwrap();
+                drop(file);
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+        })
+    };
+    let mut runs = 0;
+    while !writing.is_finished() {
+        ingest_as(&config, &db, &dir, Harness::GeminiCli).await;
+        runs += 1;
+    }
+    writing.join().unwrap();
+    assert!(runs > 1, "ingest ran while the chat was being rewritten");
+    let settled = ingest_as(&config, &db, &dir, Harness::GeminiCli).await;
+    assert!(settled.counters.unreadable.is_empty(), "{settled}");
+    let last = snapshot(&db).await;
+    common::assert_statistics_exact(&last);
+    for i in 0..40 {
+        assert_eq!(
+            count_text(&last, &format!("marker{i}x")),
+            1,
+            "message {i} once"
+        );
+    }
+    let (clean_config, clean_db) = common::fresh_db().await;
+    ingest_as(&clean_config, &clean_db, &dir, Harness::GeminiCli).await;
+    assert_eq!(
+        last,
+        snapshot(&clean_db).await,
+        "as one read of the final chat"
+    );
+    let after = ingest_as(&config, &db, &dir, Harness::GeminiCli).await;
+    assert_eq!(
+        (after.counters.files_unchanged, after.counters.events),
+        (1, 0)
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[tokio::test]
+async fn the_demo_holds_a_session_of_every_harness_that_search_finds() {
+    let dir = scratch("demo");
+    let logs = common::demo_logs(&dir, Some("demo"));
+    let (config, db) = common::fresh_db().await;
+    let summary = moraine_mcp::ingest::run(&config.clone().validate().unwrap(), &db, logs, false)
+        .await
+        .unwrap();
+    assert_eq!(summary.counters.malformed, 0, "{summary}");
+    assert!(summary.counters.unreadable.is_empty(), "{summary}");
+    let server = TestServer::start(config, db).await;
+    let mut mcp = Mcp::legacy(&server.mcp_url, None).await;
+    // Terms each new harness's demo session is about.
+    let cases = [
+        (Harness::GeminiCli, "alias_table"),
+        (Harness::QwenCode, "DeadlockDetected"),
+        (Harness::CopilotCli, "eslint.config.js"),
+        (Harness::Droid, "goleak"),
+        (Harness::Cursor, "fetch_rows_blocking"),
+        (Harness::OpenCode, "TOO_MANY_PARTS"),
+    ];
+    for (harness, term) in cases {
+        let found = mcp.ok("search_sessions", json!({"query": term})).await;
+        let hits = found["data"]["results"].as_array().unwrap();
+        assert_eq!(
+            hits[0]["session"]["harness"],
+            harness.as_str(),
+            "{term}: {found:#}"
+        );
+    }
+    for harness in Harness::ALL {
+        let listed = mcp
+            .ok(
+                "list_sessions",
+                json!({"start_datetime": "2026-01-01T00:00:00Z", "end_datetime": "2026-04-01T00:00:00Z", "harness": harness.as_str()}),
+            )
+            .await;
+        let sessions = listed["data"]["sessions"].as_array().unwrap();
+        assert!(!sessions.is_empty(), "{harness}: {listed:#}");
+        if harness != Harness::Codex && harness != Harness::ClaudeCode {
+            assert!(
+                !sessions[0]["session"]["title"].as_str().unwrap_or("").is_empty(),
+                "{listed:#}"
+            );
+        }
     }
     server.stop().await;
     std::fs::remove_dir_all(dir).unwrap();

@@ -39,15 +39,7 @@ fn format_root() -> PathBuf {
         .get_or_init(|| {
             let root = std::env::temp_dir().join(format!("moraine-formats-{}", std::process::id()));
             let _ = std::fs::remove_dir_all(&root);
-            common::copy_tree(&format_sources(), &root, &mut |path| {
-                let name = path.to_string_lossy();
-                if let Some(store) = name.strip_suffix(".sql") {
-                    let sql = std::fs::read_to_string(path).unwrap();
-                    let db = rusqlite::Connection::open(store).unwrap();
-                    db.execute_batch(&sql).unwrap();
-                    std::fs::remove_file(path).unwrap();
-                }
-            });
+            common::copy_formats(&root);
             root
         })
         .clone()
@@ -857,12 +849,8 @@ async fn forgetting_the_demo_a_session_or_a_source_leaves_exactly_the_rest() {
     let (settings, db) = common::fresh_db().await;
     let config = settings.clone().validate().unwrap();
     let data_dir = config.embedded.data_dir_path();
-    let demo = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("deploy")
-        .join("demo");
     common::ingest_paths(&settings, &db, &common::fixtures()).await;
-    let (demo_logs, problems) = files::from_paths(&[demo], None, Some("demo"));
-    assert!(problems.is_empty(), "{problems:?}");
+    let demo_logs = common::demo_logs(&data_dir.join("demo"), Some("demo"));
     moraine_mcp::ingest::run(&config, &db, demo_logs, false)
         .await
         .unwrap();
@@ -871,7 +859,7 @@ async fn forgetting_the_demo_a_session_or_a_source_leaves_exactly_the_rest() {
     let done = forget::run(&config, &db, &Forget::Source("demo".into()))
         .await
         .unwrap();
-    assert_eq!(done.sessions, 13);
+    assert_eq!(done.sessions, 19);
     // `up` is told not to load the demo again (in the test's own data directory).
     assert!(data_dir.join("demo-removed").exists());
     let (alone_settings, alone) = common::fresh_db().await;

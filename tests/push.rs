@@ -826,9 +826,8 @@ async fn logs_not_named_by_session_are_identified_by_content_when_pushed_in_piec
 
 #[tokio::test]
 async fn every_format_family_pushed_in_pieces_stores_what_a_local_ingest_stores() {
-    let formats = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests")
-        .join("formats");
+    let formats = scratch("formats");
+    common::copy_formats(&formats);
     let (settings, db) = fresh_db().await;
     let server = TestServer::start(team(settings), db.clone()).await;
     let logs = logs_under(&formats);
@@ -837,6 +836,14 @@ async fn every_format_family_pushed_in_pieces_stores_what_a_local_ingest_stores(
         logs.iter()
             .any(|l| l.path.extension().is_some_and(|e| e == "json"))
     );
+    // So are the sessions of the SQLite stores (Cursor's and OpenCode's), sent as renderings.
+    for store in ["state.vscdb#", "opencode.db#"] {
+        assert!(
+            logs.iter()
+                .any(|l| l.path.to_string_lossy().contains(store)),
+            "{store}"
+        );
+    }
     let pushed = push::push_logs(&client(&server, ALICE), &logs, 1024, false)
         .await
         .unwrap();

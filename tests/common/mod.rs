@@ -126,6 +126,38 @@ pub async fn ingest_paths(config: &Settings, db: &Db, path: &Path) -> ingest::Su
     ingest::run(&config, db, files, false).await.unwrap()
 }
 
+/// The format fixtures (`tests/formats`) copied under `dir`, each SQLite store built from its
+/// `<store>.sql` script (which is not copied).
+#[allow(dead_code)]
+pub fn copy_formats(dir: &Path) {
+    let formats = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join("formats");
+    copy_tree(&formats, dir, &mut |path| {
+        let name = path.to_string_lossy();
+        if let Some(store) = name.strip_suffix(".sql") {
+            let sql = std::fs::read_to_string(path).unwrap();
+            rusqlite::Connection::open(store)
+                .unwrap()
+                .execute_batch(&sql)
+                .unwrap();
+            std::fs::remove_file(path).unwrap();
+        }
+    });
+}
+
+/// The bundled demo, written out (its stores built) under `dir`, as the logs `up` loads.
+#[allow(dead_code)]
+pub fn demo_logs(dir: &Path, source: Option<&str>) -> Vec<ingest::files::LogFile> {
+    let mut logs = Vec::new();
+    for (harness, root) in moraine_mcp::demo::write_to(dir).unwrap() {
+        let (found, problems) = ingest::files::from_paths(&[root], Some(harness), source);
+        assert!(problems.is_empty(), "{problems:?}");
+        logs.extend(found);
+    }
+    logs
+}
+
 /// A running server on 127.0.0.1:0.
 pub struct TestServer {
     pub base: String,

@@ -349,10 +349,12 @@ async fn the_readme_examples_answer_on_the_demo_sessions() {
         serde_json::from_str(line).unwrap()
     };
     let (config, db) = common::fresh_db().await;
-    let demo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("deploy")
-        .join("demo");
-    common::ingest_paths(&config, &db, &demo).await;
+    let demo_dir = std::path::PathBuf::from(&config.embedded.data_dir).join("demo");
+    let logs = common::demo_logs(&demo_dir, None);
+    let settings = config.clone().validate().unwrap();
+    moraine_mcp::ingest::run(&settings, &db, logs, false)
+        .await
+        .unwrap();
     let server = TestServer::start(config, db).await;
     let mut c = Mcp::legacy(&server.mcp_url, None).await;
     let listed = c.ok("list_sessions", example("list_sessions")).await;
