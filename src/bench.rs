@@ -53,6 +53,10 @@ pub(crate) struct BenchArgs {
     /// and Claude Code twice as often as the others).
     #[arg(long, value_delimiter = ',')]
     harnesses: Vec<Harness>,
+    /// Only generate and ingest each corpus, this many times into fresh databases, and print
+    /// the ingest rates (to compare corpora or ingest changes without the service runs).
+    #[arg(long, value_name = "TIMES")]
+    ingest_only: Option<u32>,
     /// Skip the seed-design baseline.
     #[arg(long)]
     no_baseline: bool,
@@ -240,6 +244,13 @@ pub(crate) async fn run(args: BenchArgs, base: Config) -> anyhow::Result<ExitCod
         tokio::task::spawn_blocking(move || Engine::start(&environment, &engine_dir, 0, &log))
             .await??;
 
+    if let Some(times) = args.ingest_only {
+        for &size in &sizes {
+            ingest_rates(&args, &base, &engine.url(), &out, size, times).await?;
+        }
+        drop(engine);
+        return Ok(ExitCode::SUCCESS);
+    }
     let mut reports = Vec::new();
     for &size in &sizes {
         let report = run_size(&args, &base, &engine.url(), &out, size, requests).await?;
@@ -334,43 +345,8 @@ async fn load(
     size: u64,
 ) -> anyhow::Result<Loaded> {
     let label = label(size);
-    eprintln!("bench {label}: generating the corpus");
-    let spec = corpus::Spec {
-        events: size,
-        seed: args.seed,
-        harnesses: args.harnesses.clone(),
-    };
-    let corpus_dir = out.join(format!("corpus-{label}"));
-    let generated =
-        tokio::task::spawn_blocking(move || corpus::generate(&spec, &corpus_dir)).await??;
-
-    let mut settings = base.settings();
-    settings.clickhouse.url = url.to_owned();
-    settings.clickhouse.database = format!("bench_{label}");
-    settings.clickhouse.query_timeout_ms = 600_000;
-    settings.clickhouse.compression = Compression::None;
-    // The concurrent run measures throughput with every client's calls queued, not refused.
-    settings.clickhouse.max_waiting_calls = args.clients;
-    settings.server.listen = SocketAddr::from(([127, 0, 0, 1], 0));
-    settings.server.shutdown_grace_secs = 5;
-    let config = Arc::new(settings.validate()?);
-    let db = Db::new(&config.clickhouse, Metrics::new(&config.sla));
-    db.wait_until_ready(Duration::from_secs(60)).await?;
-    crate::db::drop_database(&config.clickhouse).await?;
-    migrate::migrate(&config.clickhouse, &db).await?;
-
-    eprintln!(
-        "bench {label}: ingesting {} events from {} files ({} sessions: {})",
-        generated.events,
-        generated.files,
-        generated.sessions.iter().map(|(_, n)| n).sum::<u64>(),
-        generated.mix()
-    );
-    let (logs, problems) =
-        files::from_paths(std::slice::from_ref(&generated.dir), None, Some("bench"));
-    anyhow::ensure!(problems.is_empty(), "corpus problems: {problems:?}");
-    let summary = ingest::run(&config, &db, logs, false).await?;
-    eprintln!("bench {label}: ingested {summary}");
+    let generated = generate(args, out, size).await?;
+    let (config, db, summary) = ingest_corpus(args, base, url, &label, &generated).await?;
 
     // Steady state: what background merges converge to.
     let merge_started = Instant::now();
@@ -407,6 +383,92 @@ async fn load(
         sessions,
         bytes_on_disk,
     })
+}
+
+/// Generates the corpus of `size` events (replacing an older one).
+async fn generate(
+    args: &BenchArgs,
+    out: &std::path::Path,
+    size: u64,
+) -> anyhow::Result<corpus::Generated> {
+    let label = label(size);
+    eprintln!("bench {label}: generating the corpus");
+    let spec = corpus::Spec {
+        events: size,
+        seed: args.seed,
+        harnesses: args.harnesses.clone(),
+    };
+    let corpus_dir = out.join(format!("corpus-{label}"));
+    Ok(tokio::task::spawn_blocking(move || corpus::generate(&spec, &corpus_dir)).await??)
+}
+
+/// `--ingest-only`: the corpus ingested `times` times, each into a fresh database.
+async fn ingest_rates(
+    args: &BenchArgs,
+    base: &Config,
+    url: &str,
+    out: &std::path::Path,
+    size: u64,
+    times: u32,
+) -> anyhow::Result<()> {
+    let label = label(size);
+    let generated = generate(args, out, size).await?;
+    let mut rates = Vec::new();
+    for _ in 0..times.max(1) {
+        let (config, _, summary) = ingest_corpus(args, base, url, &label, &generated).await?;
+        rates.push(summary.events_per_second());
+        crate::db::drop_database(&config.clickhouse).await?;
+    }
+    rates.sort_by(f64::total_cmp);
+    println!(
+        "bench {label}: ingest {} events/s (median of {}; all: {})",
+        rates[rates.len() / 2].round(),
+        rates.len(),
+        rates
+            .iter()
+            .map(|r| format!("{r:.0}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    Ok(())
+}
+
+/// Ingests a generated corpus into a fresh database through the product's path.
+async fn ingest_corpus(
+    args: &BenchArgs,
+    base: &Config,
+    url: &str,
+    label: &str,
+    generated: &corpus::Generated,
+) -> anyhow::Result<(Arc<Config>, Db, ingest::Summary)> {
+    let mut settings = base.settings();
+    settings.clickhouse.url = url.to_owned();
+    settings.clickhouse.database = format!("bench_{label}");
+    settings.clickhouse.query_timeout_ms = 600_000;
+    settings.clickhouse.compression = Compression::None;
+    // The concurrent run measures throughput with every client's calls queued, not refused.
+    settings.clickhouse.max_waiting_calls = args.clients;
+    settings.server.listen = SocketAddr::from(([127, 0, 0, 1], 0));
+    settings.server.shutdown_grace_secs = 5;
+    let config = Arc::new(settings.validate()?);
+    let db = Db::new(&config.clickhouse, Metrics::new(&config.sla));
+    db.wait_until_ready(Duration::from_secs(60)).await?;
+    crate::db::drop_database(&config.clickhouse).await?;
+    migrate::migrate(&config.clickhouse, &db).await?;
+
+    eprintln!(
+        "bench {label}: ingesting {} events from {} files ({} sessions: {})",
+        generated.events,
+        generated.files,
+        generated.sessions.iter().map(|(_, n)| n).sum::<u64>(),
+        generated.mix()
+    );
+    let (logs, problems) =
+        files::from_paths(std::slice::from_ref(&generated.dir), None, Some("bench"));
+    anyhow::ensure!(problems.is_empty(), "corpus problems: {problems:?}");
+    let summary = ingest::run(&config, &db, logs, false).await?;
+    eprintln!("bench {label}: ingested {summary}");
+    Ok((config, db, summary))
 }
 
 /// What the service measured: every SLA row with one client, the statements behind them, and
