@@ -492,11 +492,110 @@ async fn the_demo_holds_a_session_of_every_harness_that_search_finds() {
         assert!(!sessions.is_empty(), "{harness}: {listed:#}");
         if harness != Harness::Codex && harness != Harness::ClaudeCode {
             assert!(
-                !sessions[0]["session"]["title"].as_str().unwrap_or("").is_empty(),
+                !sessions[0]["session"]["title"]
+                    .as_str()
+                    .unwrap_or("")
+                    .is_empty(),
                 "{listed:#}"
             );
         }
     }
     server.stop().await;
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Replaces `from` with `to` in the file at `path` (which must hold it).
+fn edit(path: &Path, from: &str, to: &str) {
+    let text = std::fs::read_to_string(path).unwrap();
+    assert!(text.contains(from), "{}: no {from}", path.display());
+    std::fs::write(path, text.replace(from, to)).unwrap();
+}
+
+#[tokio::test]
+async fn every_new_harness_has_its_secrets_redacted_and_this_services_calls_flagged() {
+    const KEY: &str = "AKIAIOSFODNN7EXAMPLE";
+    let dir = scratch("redact");
+    build_formats(&dir);
+    // A credential in a prompt of each harness, and a call of this service's tools spelled the
+    // way each harness names MCP tools.
+    let logs = [
+        (
+            GEMINI_CHAT,
+            "skip the last row?",
+            "\"name\":\"run_shell_command\"",
+            "\"name\":\"moraine__search_sessions\"",
+        ),
+        (
+            "qwen/projects/-home-dev-src-ferry/chats/4d2a9c61-3e7f-4b18-a5d0-9c6e2f8b1a47.jsonl",
+            "missing on Sundays?",
+            "\"name\":\"run_shell_command\"",
+            "\"name\":\"moraine__list_sessions\"",
+        ),
+        (
+            "copilot/session-state/0b6e3f2a-7d41-4c4c-9d9d-3e5a1f0c8b62/events.jsonl",
+            "why does test_parse_date fail?",
+            "\"bash\"",
+            "\"moraine-search_sessions\"",
+        ),
+        (
+            "droid/sessions/-home-dev-src-lumen/91c3e7a2-4f5b-4d08-b6e1-2a7c9d3f5e10.jsonl",
+            "full brightness at night?",
+            "\"name\":\"Execute\"",
+            "\"name\":\"moraine___search_sessions\"",
+        ),
+    ];
+    for (log, prompt, tool, ours) in logs {
+        let path = dir.join(log);
+        edit(&path, prompt, &format!("{prompt} key {KEY}"));
+        edit(&path, tool, ours);
+    }
+    agent_writes(
+        &dir.join("opencode/opencode.db"),
+        &format!(
+            "UPDATE part SET data = replace(data, 'looks at; why?', 'looks at; why? key {KEY}');
+             UPDATE part SET data = replace(data, '\"tool\":\"bash\"', '\"tool\":\"moraine_search_sessions\"');"
+        ),
+    );
+    agent_writes(
+        &dir.join("cursor/User/globalStorage/state.vscdb"),
+        &format!(
+            "UPDATE cursorDiskKV SET value = replace(value, 'paris flake?', 'paris flake? key {KEY}');
+             UPDATE cursorDiskKV SET value = replace(value, 'run_terminal_command_v2', 'mcp_moraine_search_sessions');"
+        ),
+    );
+    let (config, db) = common::fresh_db().await;
+    let summary = common::ingest_paths(&config, &db, &dir).await;
+    assert!(summary.counters.redactions >= 6, "{summary}");
+    let rows: Vec<(String, u64, u64, u64)> = db
+        .read(
+            "t",
+            "SELECT s.harness, countIf(position(e.text, {key:String}) > 0 OR position(e.raw, {key:String}) > 0 OR position(e.arguments, {key:String}) > 0), \
+                    countIf(position(e.text, 'key ') > 0), countIf(e.self_tool) \
+             FROM events AS e INNER JOIN (SELECT session_key, harness FROM sessions FINAL) AS s USING session_key \
+             GROUP BY s.harness ORDER BY s.harness",
+        )
+        .param("key", KEY)
+        .fetch_all(&db, db.default_deadline())
+        .await
+        .unwrap();
+    for harness in [
+        Harness::GeminiCli,
+        Harness::QwenCode,
+        Harness::CopilotCli,
+        Harness::Droid,
+        Harness::OpenCode,
+        Harness::Cursor,
+    ] {
+        let (_, leaked, prompts, flagged) = rows
+            .iter()
+            .find(|r| r.0 == harness.as_str())
+            .unwrap_or_else(|| panic!("no {harness} events: {rows:?}"));
+        assert_eq!(*leaked, 0, "{harness} stores the credential");
+        assert!(*prompts > 0, "{harness}: the edited prompt is there");
+        assert!(
+            *flagged > 0,
+            "{harness}: its call of this service is flagged"
+        );
+    }
     std::fs::remove_dir_all(dir).unwrap();
 }

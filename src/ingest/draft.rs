@@ -110,13 +110,17 @@ impl SelfTools {
     pub fn new(server_names: &[String]) -> Self {
         let mut names = Vec::new();
         for server in server_names {
-            // Claude Code and Codex spell MCP tools mcp__<server>__<tool>; other hosts use
-            // <server>__<tool>, <server>.<tool> or <server>/<tool>. Hyphens may become underscores.
+            // Claude Code and Codex spell MCP tools mcp__<server>__<tool>, Gemini CLI and Qwen
+            // Code <server>__<tool> (when two servers share a tool name), Droid
+            // <server>___<tool>, OpenCode <server>_<tool>, Cursor mcp_<server>_<tool>, Copilot
+            // CLI <server>-<tool>; others <server>.<tool> or <server>/<tool>. Hyphens in the
+            // server's name may become underscores.
             for server in [server.clone(), server.replace('-', "_")] {
                 for tool in Self::TOOLS {
-                    for sep in ["__", ".", "/"] {
-                        names.push(format!("{server}{sep}{tool}"));
-                        names.push(format!("mcp__{server}{sep}{tool}"));
+                    for sep in ["__", "___", "_", "-", ".", "/"] {
+                        for prefix in ["", "mcp__", "mcp_"] {
+                            names.push(format!("{prefix}{server}{sep}{tool}"));
+                        }
                     }
                 }
             }
@@ -217,7 +221,13 @@ mod tests {
         assert!(s.matches("mcp__moraine__search_sessions"));
         assert!(s.matches("moraine__open"));
         assert!(s.matches("mcp__moraine_mcp__list_sessions"));
+        // Droid, OpenCode, Cursor and Copilot CLI spellings.
+        assert!(s.matches("moraine___search_sessions"));
+        assert!(s.matches("moraine_search_sessions"));
+        assert!(s.matches("mcp_moraine_list_sessions"));
+        assert!(s.matches("moraine-mcp-open"));
         assert!(!s.matches("open"));
+        assert!(!s.matches("moraine_search"));
         assert!(!s.matches("mcp__github__search_issues"));
     }
 
