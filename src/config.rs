@@ -272,6 +272,9 @@ pub struct ToolsConfig {
     pub open_content_chars: usize,
     pub self_server_names: Vec<String>,
     pub include_self_events: bool,
+    /// Global searches read only the impact tiers that can reach their top k (the same results
+    /// as reading every posting); off, they read every posting of their terms.
+    pub impact_tiers: bool,
     pub query_log: bool,
 }
 
@@ -287,6 +290,7 @@ impl Default for ToolsConfig {
             open_content_chars: 262_144,
             self_server_names: vec!["moraine".into(), "moraine-mcp".into()],
             include_self_events: false,
+            impact_tiers: true,
             query_log: true,
         }
     }

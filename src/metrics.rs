@@ -63,6 +63,7 @@ struct Inner {
     http_duration: HistogramVec,
     auth: IntCounterVec,
     query_log_dropped: IntCounterVec,
+    search_reads: IntCounterVec,
     ingest_requests: IntCounterVec,
     ingest_bytes: IntCounterVec,
     ingest_events: IntCounterVec,
@@ -111,6 +112,12 @@ impl Metrics {
             "tool_sla_total",
             "MCP tool calls by whether they met the SLA target reported in performance.met_sla",
             &["tool", "met"],
+        );
+        let search_reads = counter(
+            "search_reads_total",
+            "Searches by which postings they read: all_postings (scoped, or tiers off), \
+             one_tier_read, two_tier_reads, tiers_then_all_postings",
+            &["path"],
         );
         let query_duration = histogram(
             "clickhouse_query_duration_seconds",
@@ -257,6 +264,7 @@ impl Metrics {
                 http_duration,
                 auth,
                 query_log_dropped,
+                search_reads,
                 ingest_requests,
                 ingest_bytes,
                 ingest_events,
@@ -440,6 +448,23 @@ impl Metrics {
             .query_log_dropped
             .with_label_values(&[reason])
             .inc_by(rows);
+    }
+
+    /// A search that read the postings by `path`.
+    pub fn observe_search_read(&self, path: &str) {
+        self.inner.search_reads.with_label_values(&[path]).inc();
+    }
+
+    /// Searches so far that read the postings by each of `paths` (each exported from now on,
+    /// at 0 until one is counted).
+    pub fn search_reads(&self, paths: &[&str]) -> Vec<(String, u64)> {
+        paths
+            .iter()
+            .map(|path| {
+                let count = self.inner.search_reads.with_label_values(&[path]).get();
+                ((*path).to_owned(), count)
+            })
+            .collect()
     }
 
     /// An ingest API append and its outcome.

@@ -33,6 +33,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(6, "006_archive"),
     migration!(7, "007_archive_codec"),
     migration!(8, "008_write_once"),
+    migration!(9, "009_impact_tiers"),
 ];
 
 /// The schema version this binary expects.

@@ -119,6 +119,7 @@ impl Tools {
             &[SearchSessions::NAME, ListSessions::NAME, Open::NAME],
             &outcomes,
         );
+        db.metrics().search_reads(&search::READ_PATHS);
         Self {
             ctx: Context::new(db, config, query_log),
             catalog: Catalog::new(),

@@ -663,7 +663,7 @@ mod tests {
         let base = std::env::temp_dir().join(format!("moraine-corpus-{}", std::process::id()));
         let a = generate(
             &Spec {
-                events: 3000,
+                events: 40_000,
                 seed: 7,
                 harnesses: Vec::new(),
             },
@@ -672,14 +672,14 @@ mod tests {
         .unwrap();
         let b = generate(
             &Spec {
-                events: 3000,
+                events: 40_000,
                 seed: 7,
                 harnesses: Vec::new(),
             },
             &base.join("b"),
         )
         .unwrap();
-        assert!(a.events >= 3000);
+        assert!(a.events >= 40_000);
         assert_eq!((a.events, a.files, a.bytes), (b.events, b.files, b.bytes));
         assert_eq!(a.thousand_turns, b.thousand_turns);
         assert_eq!(a.sessions, b.sessions);

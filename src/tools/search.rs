@@ -2,13 +2,15 @@
 //!
 //! A search runs as its algorithm reads: the [`Scope`] it may look in, the [`statistics`] of its
 //! terms (document frequencies and corpus size from the precomputed `term_df` and
-//! `corpus_stats`, through a short-lived cache), [`score`] (one statement over the postings,
-//! which carry everything scoring needs), the hits' [`details`] (their events, turns and sessions
+//! `corpus_stats`, through a short-lived cache), [`score`] (statements over the postings, which
+//! carry everything scoring needs; a global search reads only the impact [`tiers`] that can
+//! reach its top k), the hits' [`details`] (their events, turns and sessions
 //! in a second statement) and [`assemble`] (snippets, normalised scores, IDs).
 
 mod render;
 mod snippet;
 mod sql;
+mod tiers;
 pub(crate) mod wire;
 
 use std::collections::{HashMap, HashSet};
@@ -408,28 +410,151 @@ async fn score(
         fragments.push(sql::FILTER_SOURCE);
     }
     fragments.push(visible.filter(sql::FILTER_VISIBLE));
-    let statement = ScoreShape::for_terms(hashes.len()).sql(&fragments.join(" "));
-    let bm25 = &ctx.config.bm25;
-    let mut scored: Vec<Scored> = ctx
-        .db
-        .read("search_score", &statement)
-        .param("terms", hashes)
-        .param("idfs", &statistics.idfs)
-        .param("avgdl", statistics.average_length)
-        .param("kinds", &kinds)
-        .param("k1", bm25.k1)
-        .param("b", bm25.b)
-        .param("limit", request.n_hits + 1)
-        .param("s", session)
-        .param("t", turn)
-        .param("harness", request.harness.as_deref().unwrap_or(""))
-        .param("source", request.source.as_deref().unwrap_or(""))
-        .param("visible", visible.sources())
-        .fetch_all(&ctx.db, deadline)
-        .await?;
+    let read = Read {
+        ctx,
+        visible,
+        request,
+        hashes,
+        statistics,
+        kinds,
+        fragments,
+        session,
+        turn,
+        deadline,
+    };
+    let tiered = ctx.config.tools.impact_tiers
+        && matches!(scope, Scope::All)
+        && statistics.idfs.iter().all(|idf| *idf > 0.0);
+    let (mut scored, path) = if tiered {
+        read.by_tiers().await?
+    } else {
+        (read.postings(None).await?, ReadPath::Scoped)
+    };
+    ctx.db.metrics().observe_search_read(path.as_str());
     let truncated = scored.len() > request.n_hits as usize;
     scored.truncate(request.n_hits as usize);
     Ok((scored, truncated))
+}
+
+/// Which postings a search read (counted in `/metrics`, reported by the benchmark).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ReadPath {
+    /// A session or turn, or tiers switched off: every posting of its terms in scope.
+    Scoped,
+    /// Every posting of every term, after a first read showed no tier could be skipped.
+    AllAfterTiers,
+    /// The best tiers of each term, which alone held the top k.
+    OneTierRead,
+    /// The best tiers, then the tiers that can still reach the top k.
+    TwoTierReads,
+}
+
+/// Every [`ReadPath`]'s name in `/metrics`.
+pub(crate) const READ_PATHS: [&str; 4] = [
+    ReadPath::Scoped.as_str(),
+    ReadPath::AllAfterTiers.as_str(),
+    ReadPath::OneTierRead.as_str(),
+    ReadPath::TwoTierReads.as_str(),
+];
+
+impl ReadPath {
+    const fn as_str(self) -> &'static str {
+        match self {
+            Self::Scoped => "all_postings",
+            Self::AllAfterTiers => "tiers_then_all_postings",
+            Self::OneTierRead => "one_tier_read",
+            Self::TwoTierReads => "two_tier_reads",
+        }
+    }
+}
+
+/// One search's scoring statement, run over all postings or some tiers of them.
+struct Read<'a> {
+    ctx: &'a Context,
+    visible: &'a Visibility,
+    request: &'a SearchRequest,
+    hashes: &'a [u64],
+    statistics: &'a QueryStats,
+    kinds: Vec<u8>,
+    fragments: Vec<&'static str>,
+    session: u64,
+    turn: u32,
+    deadline: Instant,
+}
+
+impl Read<'_> {
+    /// The top k (`n_hits + 1`, to tell whether more matched) over the postings, or over the
+    /// given (term, tier) pairs only.
+    async fn postings(&self, tiers: Option<&[(u64, u8)]>) -> Result<Vec<Scored>, ToolError> {
+        let mut fragments = self.fragments.clone();
+        if tiers.is_some() {
+            fragments.push(sql::FILTER_TIERS);
+        }
+        let statement = ScoreShape::for_terms(self.hashes.len()).sql(&fragments.join(" "));
+        let bm25 = &self.ctx.config.bm25;
+        let request = self.request;
+        Ok(self
+            .ctx
+            .db
+            .read("search_score", &statement)
+            .param("terms", self.hashes)
+            .param("idfs", &self.statistics.idfs)
+            .param("avgdl", self.statistics.average_length)
+            .param("kinds", &self.kinds)
+            .param("k1", bm25.k1)
+            .param("b", bm25.b)
+            .param("limit", request.n_hits + 1)
+            .param("s", self.session)
+            .param("t", self.turn)
+            .param("harness", request.harness.as_deref().unwrap_or(""))
+            .param("source", request.source.as_deref().unwrap_or(""))
+            .param("visible", self.visible.sources())
+            .param("tiers", tiers.unwrap_or_default())
+            .fetch_all(&self.ctx.db, self.deadline)
+            .await?)
+    }
+
+    /// The exact top k, reading only the tiers that can reach it (see [`tiers`]).
+    async fn by_tiers(&self) -> Result<(Vec<Scored>, ReadPath), ToolError> {
+        let listed: Vec<(u64, u8)> = self
+            .ctx
+            .db
+            .read("search_tiers", sql::TIERS_SQL)
+            .param("terms", self.hashes)
+            .fetch_all(&self.ctx.db, self.deadline)
+            .await?;
+        let bm25 = tiers::Bm25 {
+            k1: self.ctx.config.bm25.k1,
+            b: self.ctx.config.bm25.b,
+            avgdl: self.statistics.average_length,
+        };
+        let terms: Vec<tiers::TermTiers> = self
+            .hashes
+            .iter()
+            .zip(&self.statistics.idfs)
+            .map(|(&term, &idf)| {
+                let of_term: Vec<u8> = listed
+                    .iter()
+                    .filter(|(t, _)| *t == term)
+                    .map(|(_, tier)| *tier)
+                    .collect();
+                tiers::TermTiers::new(term, idf, &of_term, &bm25)
+            })
+            .collect();
+        let first = tiers::first_read(&terms);
+        let found = self.postings(Some(&first)).await?;
+        let k = self.request.n_hits as usize + 1;
+        let theta = found.get(k - 1).map(|s| s.score);
+        match tiers::final_read(&terms, theta) {
+            tiers::Plan::Exhaustive => Ok((self.postings(None).await?, ReadPath::AllAfterTiers)),
+            tiers::Plan::Tiers(last) if tiers::first_read_suffices(&first, &last) => {
+                Ok((found, ReadPath::OneTierRead))
+            }
+            tiers::Plan::Tiers(last) => {
+                Ok((self.postings(Some(&last)).await?, ReadPath::TwoTierReads))
+            }
+        }
+    }
 }
 
 /// The scored documents' events, turns and sessions, by key.

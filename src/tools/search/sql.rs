@@ -29,6 +29,13 @@ pub(super) const FILTER_VISIBLE: &str =
 pub(super) const FILTER_SOURCE: &str =
     "AND sess IN (SELECT session_key FROM sessions FINAL WHERE source = {source:String})";
 
+/// Only some tiers of the terms' postings (see `tiers`); the `by_tier` projection reads them.
+pub(super) const FILTER_TIERS: &str = "AND (term, tier) IN {tiers:Array(Tuple(UInt64, UInt8))}";
+
+/// The tiers the query's terms have postings in (a superset: see `sql/009_impact_tiers.sql`).
+pub(super) const TIERS_SQL: &str =
+    "SELECT term, tier FROM term_tiers WHERE term IN {terms:Array(UInt64)} GROUP BY term, tier";
+
 /// How postings become document scores.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum ScoreShape {

@@ -1,0 +1,258 @@
+//! Impact tiers give exactly what reading every posting gives: on generated corpora (Zipfian
+//! words, documents of every length, words repeated within them), the same searches through
+//! two services on the same data, one reading tiers and one reading every posting, return the
+//! same hits with the same scores, before and after part of the corpus is retracted; and the
+//! tiered service does take the tier paths (`/metrics`).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::{Mcp, TestServer};
+use moraine_mcp::config::Settings;
+use moraine_mcp::db::Db;
+use moraine_mcp::metrics::Metrics;
+use serde_json::{Value, json};
+
+/// A deterministic generator (SplitMix64).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    /// A word of a Zipf-like vocabulary: rank `r` about as likely as `1 / r`.
+    fn word(&mut self, vocabulary: u64) -> String {
+        let u = (self.next() >> 11) as f64 / (1u64 << 53) as f64;
+        let rank = (vocabulary as f64).powf(u) as u64;
+        format!("w{rank}")
+    }
+
+    /// A text of `words` words, some repeated in runs (so term frequencies vary).
+    fn text(&mut self, words: u64, vocabulary: u64) -> String {
+        let mut out = Vec::new();
+        while (out.len() as u64) < words {
+            let word = self.word(vocabulary);
+            let repeat = if self.below(6) == 0 {
+                1 + self.below(40)
+            } else {
+                1
+            };
+            for _ in 0..repeat {
+                out.push(word.clone());
+            }
+        }
+        out.join(" ")
+    }
+}
+
+/// Claude Code sessions: prompts, answers and tool outputs from a few words to a few thousand.
+fn generate(dir: &Path, seed: u64, sessions: u64, vocabulary: u64) {
+    let mut rng = Rng(seed);
+    let project = dir.join("-bench-tiers");
+    std::fs::create_dir_all(&project).unwrap();
+    for s in 0..sessions {
+        let id = format!("{seed:08x}-0000-4000-8000-{s:012x}");
+        let mut lines = Vec::new();
+        let mut at = 1_767_000_000_000i64 + s as i64 * 3_600_000;
+        let mut record = |kind: &str, message: Value, at: i64| {
+            let ts = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(at) * 1_000_000)
+                .unwrap()
+                .format(&time::format_description::well_known::Rfc3339)
+                .unwrap();
+            lines.push(
+                json!({"type": kind, "sessionId": id, "timestamp": ts, "cwd": "/home/dev/tiers", "message": message})
+                    .to_string(),
+            );
+        };
+        for t in 0..(1 + rng.below(6)) {
+            at += 1000;
+            let prompt_len = 2 + rng.below(20);
+            record(
+                "user",
+                json!({"role": "user", "content": rng.text(prompt_len, vocabulary)}),
+                at,
+            );
+            for step in 0..rng.below(3) {
+                at += 1000;
+                let tool = format!("toolu_{s}_{t}_{step}");
+                record(
+                    "assistant",
+                    json!({"role": "assistant", "model": "m", "content": [{"type": "tool_use", "id": tool, "name": "Bash", "input": {"command": "make"}}]}),
+                    at,
+                );
+                at += 1000;
+                let length = match rng.below(10) {
+                    0 => 1000 + rng.below(3000),
+                    1..=3 => 100 + rng.below(900),
+                    _ => 1 + rng.below(100),
+                };
+                record(
+                    "user",
+                    json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": tool, "content": rng.text(length, vocabulary)}]}),
+                    at,
+                );
+            }
+            at += 1000;
+            let answer_len = 3 + rng.below(120);
+            record(
+                "assistant",
+                json!({"role": "assistant", "model": "m", "content": [{"type": "text", "text": rng.text(answer_len, vocabulary)}], "stop_reason": "end_turn"}),
+                at,
+            );
+        }
+        std::fs::write(project.join(format!("{id}.jsonl")), lines.join("\n") + "\n").unwrap();
+    }
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("tiers-{name}-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A service of its own (its own metrics) on the database `settings` names.
+async fn service(mut settings: Settings, tiers: bool) -> TestServer {
+    settings.tools.impact_tiers = tiers;
+    let db = Db::new(&settings.clickhouse, Metrics::new(&settings.sla));
+    db.wait_until_ready(Duration::from_secs(30)).await.unwrap();
+    TestServer::start(settings, db).await
+}
+
+/// The hits of a search, without what differs from call to call (timings).
+fn hits(answer: &Value) -> Value {
+    let mut data = answer["data"].clone();
+    for hit in data["results"].as_array_mut().unwrap() {
+        hit.as_object_mut().unwrap().remove("performance");
+    }
+    data
+}
+
+/// Searches made of frequent words, a frequent and a rare one, filtered and not.
+fn queries() -> Vec<Value> {
+    let mut out = Vec::new();
+    for query in [
+        "w1",
+        "w2",
+        "w1 w2",
+        "w1 w2 w3",
+        "w1 w3 w5 w8",
+        "w2 w40",
+        "w1 w700",
+        "w4 w9 w30",
+        "w6 w11",
+        "w1 w2 w3 w4 w5 w6",
+        "w300 w1",
+    ] {
+        for n_hits in [1, 10, 50] {
+            out.push(json!({"query": query, "n_hits": n_hits}));
+        }
+        out.push(json!({"query": query, "event_types": ["tool_response"]}));
+        out.push(json!({"query": query, "event_types": ["user_input", "assistant_response"], "n_hits": 5}));
+        out.push(json!({"query": query, "harness": "claude-code", "n_hits": 20}));
+    }
+    out
+}
+
+/// Runs every query through both services and compares the answers.
+async fn compare(tiered: &TestServer, exhaustive: &TestServer) {
+    let mut a = Mcp::legacy(&tiered.mcp_url, None).await;
+    let mut b = Mcp::legacy(&exhaustive.mcp_url, None).await;
+    for query in queries() {
+        let x = a.ok("search_sessions", query.clone()).await;
+        let y = b.ok("search_sessions", query.clone()).await;
+        assert!(
+            !y["data"]["results"].as_array().unwrap().is_empty(),
+            "{query}: nothing found, the corpus does not exercise it"
+        );
+        let ranked = |answer: &Value| -> Vec<(String, f64)> {
+            answer["data"]["results"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|h| {
+                    (
+                        h["id"].as_str().unwrap().to_owned(),
+                        h["score"].as_f64().unwrap(),
+                    )
+                })
+                .collect()
+        };
+        assert_eq!(ranked(&x), ranked(&y), "{query}");
+        assert_eq!(hits(&x), hits(&y), "{query}");
+    }
+}
+
+/// The searches the tiered service answered by each path.
+async fn paths(server: &TestServer) -> (u64, u64) {
+    let metrics = common::send("GET", &format!("{}/metrics", server.base), &[], "").await;
+    let count = |path: &str| -> u64 {
+        metrics
+            .body
+            .lines()
+            .find(|l| {
+                l.starts_with("moraine_mcp_search_reads_total")
+                    && l.contains(&format!("path=\"{path}\""))
+            })
+            .and_then(|l| l.rsplit(' ').next())
+            .map_or(0, |v| v.parse().unwrap())
+    };
+    (
+        count("one_tier_read") + count("two_tier_reads"),
+        count("tiers_then_all_postings") + count("all_postings"),
+    )
+}
+
+#[tokio::test]
+async fn tier_reads_give_exactly_the_hits_and_scores_of_reading_every_posting() {
+    for (seed, sessions, vocabulary) in [(7, 160, 2_000), (11, 90, 400)] {
+        let dir = scratch("corpus");
+        generate(&dir, seed, sessions, vocabulary);
+        let (settings, db) = common::fresh_db().await;
+        let summary = common::ingest_paths(&settings, &db, &dir).await;
+        assert!(summary.counters.events > 1000, "{summary}");
+        let tiered = service(settings.clone(), true).await;
+        let exhaustive = service(settings.clone(), false).await;
+        compare(&tiered, &exhaustive).await;
+        let (tiers, all) = paths(&tiered).await;
+        eprintln!("corpus {seed}: {tiers} searches read tiers, {all} every posting");
+        assert!(
+            tiers > 0,
+            "corpus {seed}: no search read tiers only ({all} read every posting)"
+        );
+
+        // A retraction (a log rewritten shorter) leaves `term_tiers` a superset: still exact.
+        let mut logs: Vec<PathBuf> = std::fs::read_dir(dir.join("-bench-tiers"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        logs.sort();
+        for log in logs.iter().take(10) {
+            let text = std::fs::read_to_string(log).unwrap();
+            let kept: Vec<&str> = text.lines().take(2).collect();
+            std::fs::write(log, kept.join("\n") + "\n").unwrap();
+        }
+        common::ingest_paths(&settings, &db, &dir).await;
+        // Fresh services: each caches statistics for a while, and both must score with the
+        // statistics of the corpus as it now is.
+        tiered.stop().await;
+        exhaustive.stop().await;
+        let tiered = service(settings.clone(), true).await;
+        let exhaustive = service(settings.clone(), false).await;
+        compare(&tiered, &exhaustive).await;
+        tiered.stop().await;
+        exhaustive.stop().await;
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}
