@@ -178,6 +178,7 @@ struct SizeReport {
     rows: Vec<RowReport>,
     concurrent: ConcurrentReport,
     statements: Vec<StatementReport>,
+    search_reads: Vec<(String, u64)>,
     push: PushReport,
 }
 
@@ -319,6 +320,7 @@ async fn run_size(
         concurrent: service.concurrent,
         rows: row_reports(service.measured, seeds, documents),
         statements: service.statements,
+        search_reads: service.search_reads,
         push,
     };
     crate::db::drop_database(&config.clickhouse).await?;
@@ -476,6 +478,8 @@ async fn ingest_corpus(
 struct ServiceMeasures {
     measured: Vec<Measured>,
     statements: Vec<StatementReport>,
+    /// Single-client searches by the postings they read (`search_reads_total`).
+    search_reads: Vec<(String, u64)>,
     concurrent: ConcurrentReport,
 }
 
@@ -520,6 +524,10 @@ async fn measure_service(
             mean_ms: mean * 1000.0,
         })
         .collect();
+    let search_reads = loaded
+        .db
+        .metrics()
+        .search_reads(&crate::tools::search::READ_PATHS);
     eprintln!("bench {label}: {} concurrent clients", args.clients);
     let mixed: Vec<Value> = workload
         .global
@@ -536,6 +544,7 @@ async fn measure_service(
     Ok(ServiceMeasures {
         measured,
         statements,
+        search_reads,
         concurrent: ConcurrentReport {
             clients: args.clients,
             searches: concurrent.client.samples,
@@ -1146,6 +1155,15 @@ fn markdown(reports: &[SizeReport], judged: bool) -> String {
             .collect();
         out.push_str(&parts.join(", "));
         out.push_str(".\n");
+        let reads: Vec<String> = r
+            .search_reads
+            .iter()
+            .map(|(path, n)| format!("{path} {n}"))
+            .collect();
+        out.push_str(&format!(
+            "\nSingle-client searches by the postings they read (impact tiers): {}.\n",
+            reads.join(", ")
+        ));
     }
     if reports.len() > 1 {
         out.push_str("\n### Growth of P50 with corpus size\n\n| operation |");

@@ -275,6 +275,9 @@ pub struct ToolsConfig {
     /// Global searches read only the impact tiers that can reach their top k (the same results
     /// as reading every posting); off, they read every posting of their terms.
     pub impact_tiers: bool,
+    /// Fewest postings (summed over the query's terms) for which a global search tries the
+    /// tiers: below it, reading every posting is cheaper than the statements tiers add.
+    pub impact_tiers_min_postings: u64,
     pub query_log: bool,
 }
 
@@ -291,6 +294,7 @@ impl Default for ToolsConfig {
             self_server_names: vec!["moraine".into(), "moraine-mcp".into()],
             include_self_events: false,
             impact_tiers: true,
+            impact_tiers_min_postings: 20_000,
             query_log: true,
         }
     }
@@ -497,6 +501,11 @@ impl Default for IngestConfig {
                     name: "cursor-store".into(),
                     harness: Harness::Cursor,
                     glob: format!("{CURSOR_USER_DIR}/globalStorage/state.vscdb"),
+                },
+                SourceConfig {
+                    name: "cursor-workspaces".into(),
+                    harness: Harness::Cursor,
+                    glob: format!("{CURSOR_USER_DIR}/workspaceStorage/*/state.vscdb"),
                 },
                 SourceConfig {
                     name: "copilot".into(),

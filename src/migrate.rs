@@ -1,5 +1,7 @@
 //! Schema migrations: the numbered `sql/NNN_*.sql` files, applied in order and recorded with
 //! their checksums. Applying twice changes nothing; editing an applied migration is an error.
+//! A statement preceded by `-- only if: <SELECT returning 1 or 0>` runs only when its condition
+//! holds, so that a migration cut off part way (its record is written last) can run again.
 
 use sha2::{Digest, Sha256};
 
@@ -77,6 +79,16 @@ const CREATE_MIGRATIONS_TABLE: &str = "CREATE TABLE IF NOT EXISTS schema_migrati
 
 /// Creates the database if needed and applies every pending migration.
 pub async fn migrate(config: &ClickHouseConfig, db: &Db) -> Result<MigrateReport, MigrateError> {
+    migrate_to(config, db, latest_version()).await
+}
+
+/// Creates the database if needed and applies the pending migrations up to `version` (an
+/// older schema, as a database that has not been upgraded yet has it).
+pub async fn migrate_to(
+    config: &ClickHouseConfig,
+    db: &Db,
+    version: u32,
+) -> Result<MigrateReport, MigrateError> {
     let deadline = db.default_deadline();
     // The database may not exist yet, so this statement runs on a client without one.
     base_client(config)
@@ -104,7 +116,7 @@ pub async fn migrate(config: &ClickHouseConfig, db: &Db) -> Result<MigrateReport
         });
     }
     let mut report = MigrateReport::default();
-    for migration in MIGRATIONS {
+    for migration in MIGRATIONS.iter().filter(|m| m.version <= version) {
         let checksum = sha256_hex(migration.sql);
         if let Some(done) = applied.iter().find(|a| a.version == migration.version) {
             if done.checksum != checksum {
@@ -119,7 +131,16 @@ pub async fn migrate(config: &ClickHouseConfig, db: &Db) -> Result<MigrateReport
             continue;
         }
         for statement in statements(migration.sql) {
-            db.write("migrate_statement", &statement)
+            if let Some(condition) = &statement.only_if {
+                let holds: Option<u8> = db
+                    .read("migrate_condition", condition)
+                    .fetch_optional(db, db.default_deadline())
+                    .await?;
+                if holds != Some(1) {
+                    continue;
+                }
+            }
+            db.write("migrate_statement", &statement.sql)
                 .execute(db, db.default_deadline())
                 .await?;
         }
@@ -149,28 +170,47 @@ pub(crate) fn sha256_hex(text: &str) -> String {
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Splits a migration into statements: `--` comment lines dropped, split at `;` ending a line.
-fn statements(sql: &str) -> Vec<String> {
+/// One statement of a migration, and the condition it runs under.
+#[derive(Debug, PartialEq, Eq)]
+struct Statement {
+    sql: String,
+    only_if: Option<String>,
+}
+
+const ONLY_IF: &str = "-- only if:";
+
+/// Splits a migration into statements: split at `;` ending a line, `--` comment lines dropped
+/// except `-- only if:` (which applies to the statement after it).
+fn statements(sql: &str) -> Vec<Statement> {
     let mut out = Vec::new();
     let mut current = String::new();
+    let mut only_if: Option<String> = None;
+    let mut finish = |current: &mut String, only_if: &mut Option<String>| {
+        let sql = current.trim().trim_end_matches(';').trim().to_owned();
+        if !sql.is_empty() {
+            out.push(Statement {
+                sql,
+                only_if: only_if.take(),
+            });
+        }
+        current.clear();
+    };
     for line in sql.lines() {
-        if line.trim_start().starts_with("--") {
+        let trimmed = line.trim_start();
+        if let Some(condition) = trimmed.strip_prefix(ONLY_IF) {
+            only_if = Some(condition.trim().to_owned());
+            continue;
+        }
+        if trimmed.starts_with("--") {
             continue;
         }
         current.push_str(line);
         current.push('\n');
         if line.trim_end().ends_with(';') {
-            let statement = current.trim().trim_end_matches(';').trim().to_owned();
-            if !statement.is_empty() {
-                out.push(statement);
-            }
-            current.clear();
+            finish(&mut current, &mut only_if);
         }
     }
-    let rest = current.trim();
-    if !rest.is_empty() {
-        out.push(rest.to_owned());
-    }
+    finish(&mut current, &mut only_if);
     out
 }
 
@@ -201,10 +241,16 @@ mod tests {
     #[test]
     fn test_statements_split() {
         let sql = "-- comment; here\nCREATE TABLE a (x UInt8)\nENGINE = Null;\n\nSELECT 1;\n";
+        let sqls: Vec<String> = statements(sql).into_iter().map(|s| s.sql).collect();
         assert_eq!(
-            statements(sql),
+            sqls,
             ["CREATE TABLE a (x UInt8)\nENGINE = Null", "SELECT 1"]
         );
+        let guarded = statements("SELECT 1;\n-- only if: SELECT 0\nDROP TABLE a;\nSELECT 2;\n");
+        assert_eq!(guarded[0].only_if, None);
+        assert_eq!(guarded[1].only_if.as_deref(), Some("SELECT 0"));
+        assert_eq!(guarded[1].sql, "DROP TABLE a");
+        assert_eq!(guarded[2].only_if, None);
         for m in MIGRATIONS {
             assert!(!statements(m.sql).is_empty());
         }

@@ -8,6 +8,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::{Mcp, TestServer, snapshot};
+use moraine_mcp::config::Settings;
 use moraine_mcp::ids;
 use moraine_mcp::ingest::files::session_key;
 use moraine_mcp::vocab::Harness;
@@ -598,4 +599,77 @@ async fn every_new_harness_has_its_secrets_redacted_and_this_services_calls_flag
         );
     }
     std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Moves `from` (under the built fixtures) to `to` (under a home directory).
+fn place(fixtures: &Path, from: &str, home: &Path, to: &str) {
+    let target = home.join(to);
+    std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+    std::fs::rename(fixtures.join(from), target).unwrap();
+}
+
+#[test]
+fn the_default_sources_find_every_harness_where_it_keeps_its_logs() {
+    let fixtures = scratch("fixtures");
+    build_formats(&fixtures);
+    let home = scratch("home");
+    let cursor_user = if cfg!(target_os = "macos") {
+        "Library/Application Support/Cursor/User"
+    } else {
+        ".config/Cursor/User"
+    };
+    place(&fixtures, "codex", &home, ".codex/sessions");
+    place(&fixtures, "claude", &home, ".claude/projects");
+    place(&fixtures, "gemini/tmp", &home, ".gemini/tmp");
+    place(&fixtures, "qwen", &home, ".qwen");
+    place(
+        &fixtures,
+        "copilot/session-state",
+        &home,
+        ".copilot/session-state",
+    );
+    place(&fixtures, "droid/sessions", &home, ".factory/sessions");
+    place(&fixtures, "cursor/projects", &home, ".cursor/projects");
+    place(&fixtures, "cursor/User", &home, cursor_user);
+    // A store in a workspace's storage as well as the global one.
+    let user = home.join(cursor_user);
+    std::fs::create_dir_all(user.join("workspaceStorage/4f2a")).unwrap();
+    std::fs::copy(
+        user.join("globalStorage/state.vscdb"),
+        user.join("workspaceStorage/4f2a/state.vscdb"),
+    )
+    .unwrap();
+    // With conversations of its own (one conversation in two stores is read once).
+    agent_writes(
+        &user.join("workspaceStorage/4f2a/state.vscdb"),
+        "UPDATE cursorDiskKV SET key = replace(replace(key, '6f1c2a8e', '7a2d3b9f'), '0d9e8f7a', '1e0f9a8b'),
+                                 value = replace(replace(value, '6f1c2a8e', '7a2d3b9f'), '0d9e8f7a', '1e0f9a8b');",
+    );
+    place(&fixtures, "opencode", &home, ".local/share/opencode");
+
+    let home_text = home.to_string_lossy().into_owned();
+    let sources: Vec<_> = Settings::default()
+        .ingest
+        .sources
+        .into_iter()
+        .map(|mut source| {
+            source.glob = source.glob.replacen('~', &home_text, 1);
+            source
+        })
+        .collect();
+    let (logs, problems) = moraine_mcp::ingest::files::from_sources(&sources);
+    assert!(problems.is_empty(), "{problems:?}");
+    for harness in Harness::ALL {
+        assert!(
+            logs.iter().any(|log| log.harness == harness),
+            "{harness}: {logs:#?}"
+        );
+    }
+    let workspace = logs
+        .iter()
+        .filter(|log| log.path.to_string_lossy().contains("workspaceStorage"))
+        .count();
+    assert_eq!(workspace, 2, "the workspace store's conversations");
+    std::fs::remove_dir_all(fixtures).unwrap();
+    std::fs::remove_dir_all(home).unwrap();
 }

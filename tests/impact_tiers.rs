@@ -125,6 +125,8 @@ fn scratch(name: &str) -> PathBuf {
 /// A service of its own (its own metrics) on the database `settings` names.
 async fn service(mut settings: Settings, tiers: bool) -> TestServer {
     settings.tools.impact_tiers = tiers;
+    // The corpora are small: every global search tries the tiers.
+    settings.tools.impact_tiers_min_postings = 0;
     let db = Db::new(&settings.clickhouse, Metrics::new(&settings.sla));
     db.wait_until_ready(Duration::from_secs(30)).await.unwrap();
     TestServer::start(settings, db).await
@@ -255,4 +257,71 @@ async fn tier_reads_give_exactly_the_hits_and_scores_of_reading_every_posting() 
         exhaustive.stop().await;
         std::fs::remove_dir_all(dir).unwrap();
     }
+}
+
+#[derive(Debug, clickhouse::Row, serde::Deserialize)]
+struct SortingKey {
+    sorting_key: String,
+}
+
+async fn postings_key(db: &Db) -> String {
+    let key: Option<SortingKey> = db
+        .read(
+            "t",
+            "SELECT sorting_key FROM system.tables WHERE database = currentDatabase() AND name = 'postings'",
+        )
+        .fetch_optional(db, db.default_deadline())
+        .await
+        .unwrap();
+    key.unwrap().sorting_key
+}
+
+#[tokio::test]
+async fn an_index_of_the_previous_schema_is_upgraded_in_place_and_keeps_every_posting() {
+    let dir = scratch("upgrade");
+    generate(&dir, 5, 40, 600);
+    let settings = common::config_for(&common::shared_engine_url());
+    let db = Db::new(&settings.clickhouse, Metrics::new(&settings.sla));
+    db.wait_until_ready(Duration::from_secs(30)).await.unwrap();
+    let previous = moraine_mcp::migrate::latest_version() - 1;
+    moraine_mcp::migrate::migrate_to(&settings.clickhouse, &db, previous)
+        .await
+        .unwrap();
+    assert_eq!(postings_key(&db).await, "term, sess, doc");
+    common::ingest_paths(&settings, &db, &dir).await;
+    let before = common::snapshot(&db).await;
+
+    moraine_mcp::migrate::migrate(&settings.clickhouse, &db)
+        .await
+        .unwrap();
+    assert_eq!(postings_key(&db).await, "term, tier, sess, doc");
+    assert_eq!(common::snapshot(&db).await, before, "every posting kept");
+    // Cut off before its record: the upgrade runs again and changes nothing.
+    db.write(
+        "t",
+        "ALTER TABLE schema_migrations DELETE WHERE version = {v:UInt32} SETTINGS mutations_sync = 2",
+    )
+    .param("v", moraine_mcp::migrate::latest_version())
+    .execute(&db, db.default_deadline())
+    .await
+    .unwrap();
+    moraine_mcp::migrate::migrate(&settings.clickhouse, &db)
+        .await
+        .unwrap();
+    assert_eq!(common::snapshot(&db).await, before);
+
+    // New logs are indexed into the upgraded table, as into a new database.
+    generate(&dir, 6, 20, 600);
+    common::ingest_paths(&settings, &db, &dir).await;
+    let (fresh_settings, fresh) = common::fresh_db().await;
+    common::ingest_paths(&fresh_settings, &fresh, &dir).await;
+    let upgraded = common::snapshot(&db).await;
+    common::assert_statistics_exact(&upgraded);
+    assert_eq!(upgraded, common::snapshot(&fresh).await);
+    let tiered = service(settings.clone(), true).await;
+    let exhaustive = service(settings, false).await;
+    compare(&tiered, &exhaustive).await;
+    tiered.stop().await;
+    exhaustive.stop().await;
+    std::fs::remove_dir_all(dir).unwrap();
 }

@@ -463,13 +463,29 @@ async fn ingesting_twice_and_on_another_machine_gives_the_same_ids_and_counts() 
 
 /// Writes the first `cut` bytes of every fixture into `dir` (same relative paths).
 fn write_prefixes(dir: &Path, cut: impl Fn(&[u8]) -> usize) {
-    for entry in glob::glob(&format!("{}/**/*.jsonl", common::fixtures().display())).unwrap() {
+    write_prefixes_of(&common::fixtures(), dir, cut);
+}
+
+/// Writes the first `cut` bytes of every JSON Lines log under `root` into `dir`.
+fn write_prefixes_of(root: &Path, dir: &Path, cut: impl Fn(&[u8]) -> usize) {
+    for entry in glob::glob(&format!("{}/**/*.jsonl", root.display())).unwrap() {
         let source = entry.unwrap();
         let bytes = std::fs::read(&source).unwrap();
-        let target = dir.join(source.strip_prefix(common::fixtures()).unwrap());
+        let target = dir.join(source.strip_prefix(root).unwrap());
         std::fs::create_dir_all(target.parent().unwrap()).unwrap();
         std::fs::write(&target, &bytes[..cut(&bytes)]).unwrap();
     }
+}
+
+/// The byte just after the line `fraction` of the way through `bytes`.
+fn at_line(bytes: &[u8], fraction: f64) -> usize {
+    let newlines: Vec<usize> = bytes
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| **b == b'\n')
+        .map(|(i, _)| i + 1)
+        .collect();
+    newlines[((newlines.len() as f64 * fraction) as usize).min(newlines.len() - 1)]
 }
 
 #[tokio::test]
@@ -482,15 +498,6 @@ async fn appending_in_pieces_equals_one_pass() {
     let (config, db) = common::fresh_db().await;
     // Cut points: a third of the lines, then in the middle of a line (a record still being
     // written), then the rest.
-    let at_line = |bytes: &[u8], fraction: f64| {
-        let newlines: Vec<usize> = bytes
-            .iter()
-            .enumerate()
-            .filter(|(_, b)| **b == b'\n')
-            .map(|(i, _)| i + 1)
-            .collect();
-        newlines[((newlines.len() as f64 * fraction) as usize).min(newlines.len() - 1)]
-    };
     write_prefixes(&dir, |b| at_line(b, 0.33));
     common::ingest_paths(&config, &db, &dir).await;
     write_prefixes(&dir, |b| (at_line(b, 0.66) + 25).min(b.len()));
@@ -508,6 +515,43 @@ async fn appending_in_pieces_equals_one_pass() {
     let pieced = snapshot(&db).await;
     assert_eq!(pieced, clean);
     assert_statistics_exact(&pieced);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[tokio::test]
+async fn every_harness_log_appended_in_pieces_equals_one_pass() {
+    // The JSON Lines logs of every harness, written a third, two thirds (ending mid-line) and
+    // all of the way; Gemini CLI's project roots beside them.
+    let dir = scratch("harness-appends");
+    for root in glob::glob(&format!(
+        "{}/gemini/tmp/*/.project_root",
+        format_sources().display()
+    ))
+    .unwrap()
+    {
+        let root = root.unwrap();
+        let target = dir.join(root.strip_prefix(format_sources()).unwrap());
+        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+        std::fs::copy(&root, target).unwrap();
+    }
+    let (config, db) = common::fresh_db().await;
+    write_prefixes_of(&format_sources(), &dir, |b| at_line(b, 0.33));
+    common::ingest_paths(&config, &db, &dir).await;
+    write_prefixes_of(&format_sources(), &dir, |b| {
+        (at_line(b, 0.66) + 25).min(b.len())
+    });
+    let partial = common::ingest_paths(&config, &db, &dir).await;
+    // Only a log whose new lines rewind or rewrite what came before is read again.
+    assert!(partial.counters.files_reread <= 1, "{partial}");
+    assert_statistics_exact(&snapshot(&db).await);
+    write_prefixes_of(&format_sources(), &dir, |b| b.len());
+    common::ingest_paths(&config, &db, &dir).await;
+    let pieced = snapshot(&db).await;
+    assert_statistics_exact(&pieced);
+
+    let (clean_config, clean_db) = common::fresh_db().await;
+    common::ingest_paths(&clean_config, &clean_db, &dir).await;
+    assert_eq!(pieced, snapshot(&clean_db).await);
     std::fs::remove_dir_all(dir).unwrap();
 }
 

@@ -422,8 +422,10 @@ async fn score(
         turn,
         deadline,
     };
-    let tiered = ctx.config.tools.impact_tiers
+    let tools = &ctx.config.tools;
+    let tiered = tools.impact_tiers
         && matches!(scope, Scope::All)
+        && statistics.dfs.iter().sum::<u64>() >= tools.impact_tiers_min_postings
         && statistics.idfs.iter().all(|idf| *idf > 0.0);
     let (mut scored, path) = if tiered {
         read.by_tiers().await?
@@ -439,7 +441,8 @@ async fn score(
 /// Which postings a search read (counted in `/metrics`, reported by the benchmark).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum ReadPath {
-    /// A session or turn, or tiers switched off: every posting of its terms in scope.
+    /// A session or turn, terms with few postings, or tiers switched off: every posting of
+    /// its terms in scope.
     Scoped,
     /// Every posting of every term, after a first read showed no tier could be skipped.
     AllAfterTiers,

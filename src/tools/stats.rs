@@ -23,6 +23,8 @@ const MAX_TERMS: usize = 200_000;
 pub(crate) struct QueryStats {
     /// Inverse document frequency of each query term, in order.
     pub idfs: Vec<f64>,
+    /// Document frequency of each query term, in order (how many postings it has).
+    pub dfs: Vec<u64>,
     pub average_length: f64,
 }
 
@@ -132,16 +134,21 @@ impl Cache {
     fn stats(&self, terms: &[u64]) -> QueryStats {
         let (_, documents, average_length) = self.corpus.unwrap_or((Instant::now(), 0, 1.0));
         let n = documents.max(1) as f64;
-        let idfs = terms
+        let dfs: Vec<u64> = terms
             .iter()
-            .map(|t| {
-                let df = self.df.get(t).map_or(0, |(_, df)| *df) as f64;
+            .map(|t| self.df.get(t).map_or(0, |(_, df)| *df))
+            .collect();
+        let idfs = dfs
+            .iter()
+            .map(|&df| {
+                let df = df as f64;
                 // Lucene's form: never negative, even for terms in most documents.
                 (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
             })
             .collect();
         QueryStats {
             idfs,
+            dfs,
             average_length: average_length.max(1.0),
         }
     }

@@ -29,12 +29,12 @@ pub(super) const FILTER_VISIBLE: &str =
 pub(super) const FILTER_SOURCE: &str =
     "AND sess IN (SELECT session_key FROM sessions FINAL WHERE source = {source:String})";
 
-/// Only some tiers of the terms' postings (see `tiers`); the `by_tier` projection reads them.
+/// Only some tiers of the terms' postings (see `tiers`): key ranges of the index.
 pub(super) const FILTER_TIERS: &str = "AND (term, tier) IN {tiers:Array(Tuple(UInt64, UInt8))}";
 
-/// The tiers the query's terms have postings in (a superset: see `sql/009_impact_tiers.sql`).
-pub(super) const TIERS_SQL: &str =
-    "SELECT term, tier FROM term_tiers WHERE term IN {terms:Array(UInt64)} GROUP BY term, tier";
+/// The tiers the query's terms have postings in, read in key order (two columns, no hashing).
+pub(super) const TIERS_SQL: &str = "SELECT term, tier FROM postings WHERE term IN {terms:Array(UInt64)} \
+     GROUP BY term, tier SETTINGS optimize_aggregation_in_order = 1";
 
 /// How postings become document scores.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
