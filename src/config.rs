@@ -278,6 +278,10 @@ pub struct ToolsConfig {
     /// Fewest postings (summed over the query's terms) for which a global search tries the
     /// tiers: below it, reading every posting is cheaper than the statements tiers add.
     pub impact_tiers_min_postings: u64,
+    /// Most terms a query may have for the tiers to be tried. With more, a tier of one term can
+    /// be skipped only when the k-th best score exceeds what all the other terms together can
+    /// give, which frequent words rarely allow (the first read is then wasted).
+    pub impact_tiers_max_terms: usize,
     pub query_log: bool,
 }
 
@@ -295,6 +299,7 @@ impl Default for ToolsConfig {
             include_self_events: false,
             impact_tiers: true,
             impact_tiers_min_postings: 20_000,
+            impact_tiers_max_terms: 2,
             query_log: true,
         }
     }
@@ -802,6 +807,11 @@ impl ToolsConfig {
         positive("tools.list_deadline_ms", self.list_deadline_ms)?;
         positive("tools.open_deadline_ms", self.open_deadline_ms)?;
         within("tools.max_query_terms", self.max_query_terms, 1..=256)?;
+        within(
+            "tools.impact_tiers_max_terms",
+            self.impact_tiers_max_terms,
+            1..=256,
+        )?;
         within("tools.snippet_chars", self.snippet_chars, 40..=4000)?;
         within("tools.preview_chars", self.preview_chars, 20..=4000)?;
         within(

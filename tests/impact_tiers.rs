@@ -125,8 +125,10 @@ fn scratch(name: &str) -> PathBuf {
 /// A service of its own (its own metrics) on the database `settings` names.
 async fn service(mut settings: Settings, tiers: bool) -> TestServer {
     settings.tools.impact_tiers = tiers;
-    // The corpora are small: every global search tries the tiers.
+    // The corpora are small, and queries of many terms are where the bounds are subtle: every
+    // global search tries the tiers.
     settings.tools.impact_tiers_min_postings = 0;
+    settings.tools.impact_tiers_max_terms = 32;
     let db = Db::new(&settings.clickhouse, Metrics::new(&settings.sla));
     db.wait_until_ready(Duration::from_secs(30)).await.unwrap();
     TestServer::start(settings, db).await

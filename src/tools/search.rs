@@ -425,6 +425,7 @@ async fn score(
     let tools = &ctx.config.tools;
     let tiered = tools.impact_tiers
         && matches!(scope, Scope::All)
+        && hashes.len() <= tools.impact_tiers_max_terms
         && statistics.dfs.iter().sum::<u64>() >= tools.impact_tiers_min_postings
         && statistics.idfs.iter().all(|idf| *idf > 0.0);
     let (mut scored, path) = if tiered {
