@@ -53,6 +53,11 @@ pub(crate) struct BenchArgs {
     /// and Claude Code twice as often as the others).
     #[arg(long, value_delimiter = ',')]
     harnesses: Vec<Harness>,
+    /// Write and ingest a corpus this many events at a time, each piece deleted once ingested,
+    /// so a corpus larger than the disk can hold is measured (default: in one piece up to
+    /// 2M events, in pieces of 1M above; the push is then not measured, its logs being gone).
+    #[arg(long, value_name = "EVENTS")]
+    chunk_events: Option<u64>,
     /// Only generate and ingest each corpus, this many times into fresh databases, and print
     /// the ingest rates (to compare corpora or ingest changes without the service runs).
     #[arg(long, value_name = "TIMES")]
@@ -179,7 +184,7 @@ struct SizeReport {
     concurrent: ConcurrentReport,
     statements: Vec<StatementReport>,
     search_reads: Vec<(String, u64)>,
-    push: PushReport,
+    push: Option<PushReport>,
 }
 
 /// The corpus pushed over loopback HTTP to the ingest API of a second service on the same
@@ -286,7 +291,12 @@ async fn run_size(
     let mut rng = Pcg64Mcg::seed_from_u64(args.seed ^ size);
     let workload = Workload::sample(&loaded.db, &loaded.generated, &mut rng, requests).await?;
     let service = measure_service(args, &label, &loaded, &workload).await?;
-    let push = measure_push(&label, &loaded, &workload, &service).await?;
+    // A corpus ingested in chunks is gone: there is nothing left to push.
+    let push = if loaded.generated.dir.exists() {
+        Some(measure_push(&label, &loaded, &workload, &service).await?)
+    } else {
+        None
+    };
     let (seed_seconds, seeds) = if args.no_baseline {
         (None, vec![None; ROWS.len()])
     } else {
@@ -347,8 +357,19 @@ async fn load(
     size: u64,
 ) -> anyhow::Result<Loaded> {
     let label = label(size);
-    let generated = generate(args, out, size).await?;
-    let (config, db, summary) = ingest_corpus(args, base, url, &label, &generated).await?;
+    let (config, db) = open_database(args, base, url, &label).await?;
+    let chunk = args
+        .chunk_events
+        .or((size > 2_000_000).then_some(1_000_000))
+        .filter(|chunk| *chunk < size);
+    let (generated, summary) = match chunk {
+        None => {
+            let generated = generate(args, out, size).await?;
+            let summary = ingest_generated(&config, &db, &label, &generated).await?;
+            (generated, summary)
+        }
+        Some(chunk) => ingest_in_chunks(args, &config, &db, out, size, chunk).await?,
+    };
 
     // Steady state: what background merges converge to.
     let merge_started = Instant::now();
@@ -435,14 +456,13 @@ async fn ingest_rates(
     Ok(())
 }
 
-/// Ingests a generated corpus into a fresh database through the product's path.
-async fn ingest_corpus(
+/// A fresh, migrated database for the corpus of `label`.
+async fn open_database(
     args: &BenchArgs,
     base: &Config,
     url: &str,
     label: &str,
-    generated: &corpus::Generated,
-) -> anyhow::Result<(Arc<Config>, Db, ingest::Summary)> {
+) -> anyhow::Result<(Arc<Config>, Db)> {
     let mut settings = base.settings();
     settings.clickhouse.url = url.to_owned();
     settings.clickhouse.database = format!("bench_{label}");
@@ -457,7 +477,29 @@ async fn ingest_corpus(
     db.wait_until_ready(Duration::from_secs(60)).await?;
     crate::db::drop_database(&config.clickhouse).await?;
     migrate::migrate(&config.clickhouse, &db).await?;
+    Ok((config, db))
+}
 
+/// Ingests a generated corpus into a fresh database through the product's path.
+async fn ingest_corpus(
+    args: &BenchArgs,
+    base: &Config,
+    url: &str,
+    label: &str,
+    generated: &corpus::Generated,
+) -> anyhow::Result<(Arc<Config>, Db, ingest::Summary)> {
+    let (config, db) = open_database(args, base, url, label).await?;
+    let summary = ingest_generated(&config, &db, label, generated).await?;
+    Ok((config, db, summary))
+}
+
+/// Ingests the logs of a generated corpus (or of one chunk of it).
+async fn ingest_generated(
+    config: &Config,
+    db: &Db,
+    label: &str,
+    generated: &corpus::Generated,
+) -> anyhow::Result<ingest::Summary> {
     eprintln!(
         "bench {label}: ingesting {} events from {} files ({} sessions: {})",
         generated.events,
@@ -468,9 +510,56 @@ async fn ingest_corpus(
     let (logs, problems) =
         files::from_paths(std::slice::from_ref(&generated.dir), None, Some("bench"));
     anyhow::ensure!(problems.is_empty(), "corpus problems: {problems:?}");
-    let summary = ingest::run(&config, &db, logs, false).await?;
+    let summary = ingest::run(config, db, logs, false).await?;
     eprintln!("bench {label}: ingested {summary}");
-    Ok((config, db, summary))
+    Ok(summary)
+}
+
+/// Writes and ingests the corpus `chunk` events at a time, deleting each chunk's logs once
+/// ingested: what was generated (the logs' bytes summed; the directory gone) and the runs'
+/// summed summary (its time is ingest time only).
+async fn ingest_in_chunks(
+    args: &BenchArgs,
+    config: &Config,
+    db: &Db,
+    out: &std::path::Path,
+    size: u64,
+    chunk: u64,
+) -> anyhow::Result<(corpus::Generated, ingest::Summary)> {
+    let label = label(size);
+    let spec = corpus::Spec {
+        events: size,
+        seed: args.seed,
+        harnesses: args.harnesses.clone(),
+    };
+    let mut generator = corpus::Generator::new(spec);
+    let dir = out.join(format!("corpus-{label}-chunk"));
+    let mut total: Option<(corpus::Generated, ingest::Summary)> = None;
+    while !generator.done() {
+        let (piece, back) = tokio::task::spawn_blocking({
+            let dir = dir.clone();
+            move || {
+                let piece = generator.chunk(&dir, chunk);
+                (piece, generator)
+            }
+        })
+        .await?;
+        generator = back;
+        let piece = piece?;
+        let summary = ingest_generated(config, db, &label, &piece).await?;
+        std::fs::remove_dir_all(&dir)?;
+        total = Some(match total {
+            None => (piece, summary),
+            Some((mut all, mut summed)) => {
+                all.absorb(piece);
+                summed.absorb(summary);
+                (all, summed)
+            }
+        });
+    }
+    let (generated, summary) = total.context("an empty corpus")?;
+    eprintln!("bench {label}: ingested in chunks of {chunk} events: {summary}");
+    Ok((generated, summary))
 }
 
 /// What the service measured: every SLA row with one client, the statements behind them, and
@@ -1131,22 +1220,28 @@ fn markdown(reports: &[SizeReport], judged: bool) -> String {
             r.bytes_on_disk as f64 / 1048576.0,
             r.log_bytes as f64 / 1048576.0,
         ));
-        let p = &r.push;
-        out.push_str(&format!(
-            "\nPush over loopback HTTP (zstd, {:.2} of the log bytes sent): {:.0} events/s in {:.1} s, \
-             {:.0}% of local ingest (goal ≥ 80%: {}). Pushed again while one client searches: \
-             {:.0} events/s, global search P50 {} ms ({} searches), {:.2}× idle (goal ≤ 1.5×: {}).\n",
-            p.compression_ratio,
-            p.events_per_second,
-            p.seconds,
-            p.of_local * 100.0,
-            verdict(p.of_local >= 0.8),
-            p.events_per_second_while_searching,
-            ms(p.searches_during.p50),
-            p.searches_during.samples,
-            p.p50_of_idle,
-            verdict(p.p50_of_idle <= 1.5),
-        ));
+        match &r.push {
+            None => out.push_str(
+                "\nPush over loopback HTTP: not measured (the corpus was written and ingested in chunks, each deleted once ingested).\n",
+            ),
+            Some(p) => {
+                out.push_str(&format!(
+                    "\nPush over loopback HTTP (zstd, {:.2} of the log bytes sent): {:.0} events/s in {:.1} s, \
+                     {:.0}% of local ingest (goal ≥ 80%: {}). Pushed again while one client searches: \
+                     {:.0} events/s, global search P50 {} ms ({} searches), {:.2}× idle (goal ≤ 1.5×: {}).\n",
+                    p.compression_ratio,
+                    p.events_per_second,
+                    p.seconds,
+                    p.of_local * 100.0,
+                    verdict(p.of_local >= 0.8),
+                    p.events_per_second_while_searching,
+                    ms(p.searches_during.p50),
+                    p.searches_during.samples,
+                    p.p50_of_idle,
+                    verdict(p.p50_of_idle <= 1.5),
+                ));
+            }
+        }
         out.push_str("\nClickHouse statements behind the single-client rows (mean ms): ");
         let parts: Vec<String> = r
             .statements

@@ -46,6 +46,26 @@ pub struct Summary {
 }
 
 impl Summary {
+    /// Adds another run's counts to this one (runs over parts of one corpus, one after
+    /// another: their times add up).
+    pub fn absorb(&mut self, other: Self) {
+        let (c, o) = (&mut self.counters, other.counters);
+        c.files_read += o.files_read;
+        c.files_unchanged += o.files_unchanged;
+        c.files_reread += o.files_reread;
+        c.unreadable.extend(o.unreadable);
+        c.lines += o.lines;
+        c.malformed += o.malformed;
+        c.events += o.events;
+        c.sessions += o.sessions;
+        c.redactions += o.redactions;
+        c.bytes += o.bytes;
+        self.files += other.files;
+        self.elapsed += other.elapsed;
+        self.pending_bytes += other.pending_bytes;
+        self.rebuilt += other.rebuilt;
+    }
+
     pub fn events_per_second(&self) -> f64 {
         self.counters.events as f64 / self.elapsed.as_secs_f64().max(1e-9)
     }

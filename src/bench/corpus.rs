@@ -253,6 +253,19 @@ pub(crate) struct Generated {
 }
 
 impl Generated {
+    /// Adds a later chunk of the same corpus (its landmarks are in the first).
+    pub(crate) fn absorb(&mut self, chunk: Self) {
+        self.files += chunk.files;
+        self.events += chunk.events;
+        self.bytes += chunk.bytes;
+        for (harness, n) in chunk.sessions {
+            match self.sessions.iter_mut().find(|(h, _)| *h == harness) {
+                Some((_, total)) => *total += n,
+                None => self.sessions.push((harness, n)),
+            }
+        }
+    }
+
     /// The mix, as `harness n, …`.
     pub(crate) fn mix(&self) -> String {
         self.sessions
@@ -385,125 +398,167 @@ pub(super) fn iso(ms: i64) -> String {
 
 /// Generates about `spec.events` events into `dir` (replacing its contents).
 pub(crate) fn generate(spec: &Spec, dir: &Path) -> std::io::Result<Generated> {
-    if dir.exists() {
-        std::fs::remove_dir_all(dir)?;
+    let mut generator = Generator::new(spec.clone());
+    generator.chunk(dir, spec.events)
+}
+
+/// Writes a corpus a chunk at a time (each chunk a directory of its own), so that a corpus
+/// larger than the disk can hold is ingested chunk by chunk. Each session draws from a
+/// generator seeded by the corpus seed and its index: chunks of any size make the same corpus.
+pub(crate) struct Generator {
+    spec: Spec,
+    vocabulary: Vocabulary,
+    /// Sessions written so far.
+    index: u64,
+    /// Events written so far.
+    events: u64,
+}
+
+impl Generator {
+    pub(crate) fn new(spec: Spec) -> Self {
+        let mut rng = Pcg64Mcg::seed_from_u64(spec.seed);
+        let vocabulary = Vocabulary::new(&mut rng);
+        Self {
+            spec,
+            vocabulary,
+            index: 0,
+            events: 0,
+        }
     }
-    std::fs::create_dir_all(dir)?;
-    let mut rng = Pcg64Mcg::seed_from_u64(spec.seed);
-    let vocabulary = Vocabulary::new(&mut rng);
-    let turns_per_session = LogNormal::new(2.2, 0.9).expect("valid lognormal");
-    let start_2025: i64 = 1_735_689_600_000;
-    let year_ms: i64 = 365 * 24 * 3600 * 1000;
-    let mut generated = Generated {
-        dir: dir.to_owned(),
-        files: 0,
-        events: 0,
-        bytes: 0,
-        sessions: Vec::new(),
-        hundred_turns: (Harness::Codex, String::new()),
-        thousand_turns: (Harness::Codex, String::new()),
-    };
-    let rotation = if spec.harnesses.is_empty() {
-        MIX
-    } else {
-        &spec.harnesses[..]
-    };
-    let cursor_store = dir.join("cursor/User/globalStorage/state.vscdb");
-    let opencode_store = dir.join("opencode/opencode.db");
-    let mut stores: Option<Stores> = None;
-    let mut index = 0u64;
-    while generated.events < spec.events {
-        // The first two sessions are the landmarks open(session) is measured on.
-        let (turns, harness) = match index {
-            0 => (1000, Harness::Codex),
-            1 => (100, Harness::ClaudeCode),
-            _ => (
-                (turns_per_session.sample(&mut rng) as u32).clamp(1, 250),
-                rotation[(index as usize - 2) % rotation.len()],
-            ),
+
+    /// Whether the corpus has its `spec.events` events.
+    pub(crate) fn done(&self) -> bool {
+        self.events >= self.spec.events
+    }
+
+    /// Writes the next sessions into `dir` (replacing its contents), until the chunk holds
+    /// `max_events` events or the corpus is complete. The landmarks (the sessions of exactly
+    /// 1000 and 100 turns) are in the first chunk.
+    pub(crate) fn chunk(&mut self, dir: &Path, max_events: u64) -> std::io::Result<Generated> {
+        if dir.exists() {
+            std::fs::remove_dir_all(dir)?;
+        }
+        std::fs::create_dir_all(dir)?;
+        let turns_per_session = LogNormal::new(2.2, 0.9).expect("valid lognormal");
+        let start_2025: i64 = 1_735_689_600_000;
+        let year_ms: i64 = 365 * 24 * 3600 * 1000;
+        let mut generated = Generated {
+            dir: dir.to_owned(),
+            files: 0,
+            events: 0,
+            bytes: 0,
+            sessions: Vec::new(),
+            hundred_turns: (Harness::Codex, String::new()),
+            thousand_turns: (Harness::Codex, String::new()),
         };
-        let topic: Vec<String> = (0..30)
-            .map(|_| vocabulary.words[rng.random_range(200..20_000)].clone())
-            .collect();
-        let writer = Writer {
-            vocabulary: &vocabulary,
-            topic,
-            repo: format!("src/{}", vocabulary.words[rng.random_range(200..3000)]),
+        let rotation = if self.spec.harnesses.is_empty() {
+            MIX
+        } else {
+            &self.spec.harnesses[..]
         };
-        let w = &writer;
-        let id = uuid(&mut rng);
-        let started = start_2025 + rng.random_range(0..year_ms);
-        let stamp = iso(started).replace([':', '.'], "-");
-        let file = |relative: String| dir.join(relative);
-        let (path, events) = match harness {
-            Harness::Codex => {
-                let path = file(format!("codex/rollout-{}-{id}.jsonl", &stamp[..19]));
-                let events = write_codex(&path, &id, started, turns, w, &mut rng)?;
-                (Some(path), events)
-            }
-            Harness::ClaudeCode => {
-                let path = file(format!("claude/-bench-project/{id}.jsonl"));
-                let events = write_claude(&path, &id, started, turns, w, &mut rng)?;
-                (Some(path), events)
-            }
-            Harness::GeminiCli => {
-                let name = format!("session-{}-{}.jsonl", &stamp[..16], &id[..8]);
-                let path = file(format!("gemini/tmp/bench/chats/{name}"));
-                let events = harness_logs::write_gemini(&path, &id, started, turns, w, &mut rng)?;
-                (Some(path), events)
-            }
-            Harness::QwenCode => {
-                let path = file(format!("qwen/projects/-bench-project/chats/{id}.jsonl"));
-                let events = harness_logs::write_qwen(&path, &id, started, turns, w, &mut rng)?;
-                (Some(path), events)
-            }
-            Harness::CopilotCli => {
-                let path = file(format!("copilot/session-state/{id}/events.jsonl"));
-                let events = harness_logs::write_copilot(&path, &id, started, turns, w, &mut rng)?;
-                (Some(path), events)
-            }
-            Harness::Droid => {
-                let path = file(format!("droid/sessions/-bench-project/{id}.jsonl"));
-                let events = harness_logs::write_droid(&path, &id, started, turns, w, &mut rng)?;
-                (Some(path), events)
-            }
-            Harness::Cursor | Harness::OpenCode => {
-                if stores.is_none() {
-                    stores = Some(Stores::create(&cursor_store, &opencode_store)?);
+        let cursor_store = dir.join("cursor/User/globalStorage/state.vscdb");
+        let opencode_store = dir.join("opencode/opencode.db");
+        let mut stores: Option<Stores> = None;
+        let vocabulary = &self.vocabulary;
+        while generated.events < max_events && self.events < self.spec.events {
+            let index = self.index;
+            let mut rng = Pcg64Mcg::seed_from_u64(
+                self.spec.seed ^ index.wrapping_add(1).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+            );
+            let rng = &mut rng;
+            // The first two sessions are the landmarks open(session) is measured on.
+            let (turns, harness) = match index {
+                0 => (1000, Harness::Codex),
+                1 => (100, Harness::ClaudeCode),
+                _ => (
+                    (turns_per_session.sample(rng) as u32).clamp(1, 250),
+                    rotation[(index as usize - 2) % rotation.len()],
+                ),
+            };
+            let topic: Vec<String> = (0..30)
+                .map(|_| vocabulary.words[rng.random_range(200..20_000)].clone())
+                .collect();
+            let writer = Writer {
+                vocabulary,
+                topic,
+                repo: format!("src/{}", vocabulary.words[rng.random_range(200..3000)]),
+            };
+            let w = &writer;
+            let id = uuid(rng);
+            let started = start_2025 + rng.random_range(0..year_ms);
+            let stamp = iso(started).replace([':', '.'], "-");
+            let file = |relative: String| dir.join(relative);
+            let (path, events) = match harness {
+                Harness::Codex => {
+                    let path = file(format!("codex/rollout-{}-{id}.jsonl", &stamp[..19]));
+                    let events = write_codex(&path, &id, started, turns, w, rng)?;
+                    (Some(path), events)
                 }
-                let stores = stores.as_ref().expect("just created");
-                let events = if harness == Harness::Cursor {
-                    stores.write_cursor(&id, started, turns, w, &mut rng)?
-                } else {
-                    stores.write_opencode(index, started, turns, w, &mut rng)?
-                };
-                (None, events)
+                Harness::ClaudeCode => {
+                    let path = file(format!("claude/-bench-project/{id}.jsonl"));
+                    let events = write_claude(&path, &id, started, turns, w, rng)?;
+                    (Some(path), events)
+                }
+                Harness::GeminiCli => {
+                    let name = format!("session-{}-{}.jsonl", &stamp[..16], &id[..8]);
+                    let path = file(format!("gemini/tmp/bench/chats/{name}"));
+                    let events = harness_logs::write_gemini(&path, &id, started, turns, w, rng)?;
+                    (Some(path), events)
+                }
+                Harness::QwenCode => {
+                    let path = file(format!("qwen/projects/-bench-project/chats/{id}.jsonl"));
+                    let events = harness_logs::write_qwen(&path, &id, started, turns, w, rng)?;
+                    (Some(path), events)
+                }
+                Harness::CopilotCli => {
+                    let path = file(format!("copilot/session-state/{id}/events.jsonl"));
+                    let events = harness_logs::write_copilot(&path, &id, started, turns, w, rng)?;
+                    (Some(path), events)
+                }
+                Harness::Droid => {
+                    let path = file(format!("droid/sessions/-bench-project/{id}.jsonl"));
+                    let events = harness_logs::write_droid(&path, &id, started, turns, w, rng)?;
+                    (Some(path), events)
+                }
+                Harness::Cursor | Harness::OpenCode => {
+                    if stores.is_none() {
+                        stores = Some(Stores::create(&cursor_store, &opencode_store)?);
+                    }
+                    let stores = stores.as_ref().expect("just created");
+                    let events = if harness == Harness::Cursor {
+                        stores.write_cursor(&id, started, turns, w, rng)?
+                    } else {
+                        stores.write_opencode(index, started, turns, w, rng)?
+                    };
+                    (None, events)
+                }
+            };
+            match index {
+                0 => generated.thousand_turns = (harness, id.clone()),
+                1 => generated.hundred_turns = (harness, id.clone()),
+                _ => {}
             }
-        };
-        match index {
-            0 => generated.thousand_turns = (harness, id.clone()),
-            1 => generated.hundred_turns = (harness, id.clone()),
-            _ => {}
+            if let Some(path) = path {
+                generated.bytes += std::fs::metadata(&path)?.len();
+                generated.files += 1;
+            }
+            generated.events += events;
+            self.events += events;
+            match generated.sessions.iter_mut().find(|(h, _)| *h == harness) {
+                Some((_, n)) => *n += 1,
+                None => generated.sessions.push((harness, 1)),
+            }
+            self.index += 1;
         }
-        if let Some(path) = path {
-            generated.bytes += std::fs::metadata(&path)?.len();
-            generated.files += 1;
+        if let Some(stores) = stores {
+            stores.finish()?;
+            for store in [cursor_store, opencode_store] {
+                generated.bytes += std::fs::metadata(&store)?.len();
+                generated.files += 1;
+            }
         }
-        generated.events += events;
-        match generated.sessions.iter_mut().find(|(h, _)| *h == harness) {
-            Some((_, n)) => *n += 1,
-            None => generated.sessions.push((harness, 1)),
-        }
-        index += 1;
+        Ok(generated)
     }
-    if let Some(stores) = stores {
-        stores.finish()?;
-        for store in [cursor_store, opencode_store] {
-            generated.bytes += std::fs::metadata(&store)?.len();
-            generated.files += 1;
-        }
-    }
-    Ok(generated)
 }
 
 /// Writes one JSON record per line and counts the events ingest will make of it.
@@ -685,6 +740,62 @@ mod tests {
         assert_eq!(a.sessions, b.sessions);
         // Every harness of the mix is written.
         assert_eq!(a.sessions.len(), Harness::ALL.len(), "{}", a.mix());
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn test_chunks_make_the_same_corpus() {
+        let base = std::env::temp_dir().join(format!("moraine-chunks-{}", std::process::id()));
+        let spec = Spec {
+            events: 40_000,
+            seed: 9,
+            harnesses: Vec::new(),
+        };
+        let whole = generate(&spec, &base.join("whole")).unwrap();
+        let mut generator = Generator::new(spec);
+        let mut all: Option<Generated> = None;
+        let mut chunks = 0;
+        while !generator.done() {
+            let chunk = generator
+                .chunk(&base.join(format!("chunk-{chunks}")), 8_000)
+                .unwrap();
+            match &mut all {
+                None => all = Some(chunk),
+                Some(all) => all.absorb(chunk),
+            }
+            chunks += 1;
+        }
+        assert!(chunks > 2, "{chunks} chunks");
+        let all = all.unwrap();
+        assert_eq!(
+            (all.events, all.thousand_turns),
+            (whole.events, whole.thousand_turns.clone())
+        );
+        let sessions = all.sessions;
+        let sorted = |mut v: Vec<(Harness, u64)>| {
+            v.sort_by_key(|(h, _)| h.as_str());
+            v
+        };
+        assert_eq!(sorted(sessions), sorted(whole.sessions));
+        // A log is the same bytes whichever chunk wrote it.
+        let claude = |dir: &Path| -> Vec<(String, Vec<u8>)> {
+            let mut logs: Vec<(String, Vec<u8>)> =
+                glob::glob(&format!("{}/claude/-bench-project/*.jsonl", dir.display()))
+                    .unwrap()
+                    .map(|p| {
+                        let p = p.unwrap();
+                        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+                        (name, std::fs::read(&p).unwrap())
+                    })
+                    .collect();
+            logs.sort();
+            logs
+        };
+        let mut pieces: Vec<(String, Vec<u8>)> = (0..chunks)
+            .flat_map(|c| claude(&base.join(format!("chunk-{c}"))))
+            .collect();
+        pieces.sort();
+        assert_eq!(pieces, claude(&base.join("whole")));
         std::fs::remove_dir_all(&base).unwrap();
     }
 }
