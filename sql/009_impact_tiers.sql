@@ -9,7 +9,8 @@
 --
 -- The index is copied once into a table with the new order, which then takes the old one's
 -- name; each step runs only while `postings` still has the old order, so a migration cut off
--- part way runs again cleanly.
+-- part way runs again cleanly. Nothing may write to the index while it is copied: stop the
+-- service and ingest (`up`, `serve`, `ingest`, pushes) before upgrading to this version.
 CREATE TABLE IF NOT EXISTS postings_tiered
 (
     term     UInt64,
@@ -35,13 +36,16 @@ TRUNCATE TABLE postings_tiered;
 INSERT INTO postings_tiered (term, sess, doc, tf, doc_len, kind, turn)
 SELECT term, sess, doc, tf, doc_len, kind, turn FROM postings;
 
+-- The index view is re-created below to write into the table that now holds the name.
+DROP VIEW IF EXISTS postings_mv;
+
+-- A rename rather than EXCHANGE TABLES, which some filesystems cannot do.
 -- only if: SELECT toUInt8(sorting_key = 'term, sess, doc') FROM system.tables WHERE database = currentDatabase() AND name = 'postings'
-EXCHANGE TABLES postings AND postings_tiered;
+RENAME TABLE postings TO postings_unordered, postings_tiered TO postings;
+
+DROP TABLE IF EXISTS postings_unordered;
 
 DROP TABLE IF EXISTS postings_tiered;
-
--- The index view writes into the table that now holds the name (`tier` takes its default).
-DROP VIEW IF EXISTS postings_mv;
 
 CREATE MATERIALIZED VIEW IF NOT EXISTS postings_mv TO postings AS
 SELECT
@@ -55,3 +59,7 @@ SELECT
 FROM event_ingest
 ARRAY JOIN terms AS term, tfs AS tf
 WHERE searchable;
+
+-- The migration is recorded only if the index is in its new order.
+SELECT throwIf(sorting_key != 'term, tier, sess, doc', 'postings was not re-keyed') FROM system.tables
+WHERE database = currentDatabase() AND name = 'postings';

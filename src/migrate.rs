@@ -3,6 +3,8 @@
 //! A statement preceded by `-- only if: <SELECT returning 1 or 0>` runs only when its condition
 //! holds, so that a migration cut off part way (its record is written last) can run again.
 
+use std::time::{Duration, Instant};
+
 use sha2::{Digest, Sha256};
 
 use crate::config::ClickHouseConfig;
@@ -37,6 +39,9 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(8, "008_write_once"),
     migration!(9, "009_impact_tiers"),
 ];
+
+/// The longest one migration statement may run.
+const STATEMENT_DEADLINE: Duration = Duration::from_secs(6 * 3600);
 
 /// The schema version this binary expects.
 pub fn latest_version() -> u32 {
@@ -140,8 +145,10 @@ pub async fn migrate_to(
                     continue;
                 }
             }
+            // A migration may copy a table: the query timeout meant for tool calls is far too
+            // short for that on a large index.
             db.write("migrate_statement", &statement.sql)
-                .execute(db, db.default_deadline())
+                .execute(db, Instant::now() + STATEMENT_DEADLINE)
                 .await?;
         }
         db.write(

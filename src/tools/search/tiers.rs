@@ -36,8 +36,15 @@ impl Bm25 {
     /// The most a posting of tier `tier` can contribute for a term of inverse document
     /// frequency `idf`: BM25 grows with the frequency and shrinks with the length.
     pub(super) fn bound(&self, idf: f64, tier: u8) -> f64 {
-        let tf = TF_MAX[usize::from(tier / 16).min(TF_MAX.len() - 1)];
-        let length = LENGTH_MIN[usize::from(tier % 16).min(LENGTH_MIN.len() - 1)];
+        // A code outside the tables (the index never writes one) gets the largest bound.
+        let tf = TF_MAX
+            .get(usize::from(tier / 16))
+            .copied()
+            .unwrap_or(f64::from(u16::MAX));
+        let length = LENGTH_MIN
+            .get(usize::from(tier % 16))
+            .copied()
+            .unwrap_or(0.0);
         let norm = self.k1 * (1.0 - self.b + self.b * length / self.avgdl.max(f64::MIN_POSITIVE));
         idf * tf * (self.k1 + 1.0) / (tf + norm) * (1.0 + SLACK)
     }
@@ -118,6 +125,15 @@ pub(super) fn final_read(terms: &[TermTiers], theta: Option<f64>) -> Plan {
 /// Whether the final read is contained in the first, whose top k are then the answer.
 pub(super) fn first_read_suffices(first: &[(u64, u8)], last: &[(u64, u8)]) -> bool {
     last.iter().all(|pair| first.contains(pair))
+}
+
+/// Whether a final read's top k are exact: k documents reaching `theta` (what the first read
+/// showed; fewer means the index changed between the reads).
+pub(super) fn final_read_holds(read: &[super::sql::Scored], k: usize, theta: Option<f64>) -> bool {
+    match (read.get(k.saturating_sub(1)), theta) {
+        (Some(kth), Some(theta)) => kth.score >= theta * (1.0 - SLACK),
+        _ => false,
+    }
 }
 
 #[cfg(test)]
