@@ -173,8 +173,8 @@ async fn every_harness_is_found_by_search_and_opened() {
     let (config, db) = common::fresh_db().await;
     let summary = common::ingest_paths(&config, &db, &dir).await;
     assert_eq!(
-        summary.counters.malformed, 2,
-        "the damaged Gemini and Qwen lines"
+        summary.counters.malformed, 5,
+        "the damaged Gemini, Qwen, Copilot CLI, Droid and Cursor transcript lines"
     );
     let server = TestServer::start(config, db).await;
     let mut mcp = Mcp::legacy(&server.mcp_url, None).await;
