@@ -353,3 +353,29 @@ async fn an_index_of_the_previous_schema_is_upgraded_in_place_and_keeps_every_po
     exhaustive.stop().await;
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[tokio::test]
+async fn tier_bounds_hold_for_every_bm25_setting() {
+    // The bounds follow k1 and b (a length that does not count when b = 0, a frequency that
+    // does not count when k1 = 0); each setting is compared on the same corpus.
+    let dir = scratch("settings");
+    generate(&dir, 13, 80, 800);
+    let (settings, db) = common::fresh_db().await;
+    common::ingest_paths(&settings, &db, &dir).await;
+    let (mut one_read, mut two_reads) = (0, 0);
+    for (k1, b) in [(0.0, 0.75), (1.2, 0.0), (1.2, 1.0), (10.0, 0.5), (0.3, 1.0)] {
+        let mut settings = settings.clone();
+        settings.bm25.k1 = k1;
+        settings.bm25.b = b;
+        let tiered = service(settings.clone(), true).await;
+        let exhaustive = service(settings, false).await;
+        compare(&tiered, &exhaustive).await;
+        let (one, two, _) = paths(&tiered).await;
+        one_read += one;
+        two_reads += two;
+        tiered.stop().await;
+        exhaustive.stop().await;
+    }
+    assert!(one_read + two_reads > 0, "no search read tiers only");
+    std::fs::remove_dir_all(dir).unwrap();
+}
