@@ -9,51 +9,34 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{Mcp, TestServer};
+use common::{Mcp, Rng, TestServer};
 use moraine_mcp::config::Settings;
 use moraine_mcp::db::Db;
 use moraine_mcp::metrics::Metrics;
 use serde_json::{Value, json};
 
-/// A deterministic generator (SplitMix64).
-struct Rng(u64);
+/// A word of a Zipf-like vocabulary: rank `r` about as likely as `1 / r`.
+fn word(rng: &mut Rng, vocabulary: u64) -> String {
+    let u = (rng.next() >> 11) as f64 / (1u64 << 53) as f64;
+    let rank = (vocabulary as f64).powf(u) as u64;
+    format!("w{rank}")
+}
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
-    /// A word of a Zipf-like vocabulary: rank `r` about as likely as `1 / r`.
-    fn word(&mut self, vocabulary: u64) -> String {
-        let u = (self.next() >> 11) as f64 / (1u64 << 53) as f64;
-        let rank = (vocabulary as f64).powf(u) as u64;
-        format!("w{rank}")
-    }
-
-    /// A text of `words` words, some repeated in runs (so term frequencies vary).
-    fn text(&mut self, words: u64, vocabulary: u64) -> String {
-        let mut out = Vec::new();
-        while (out.len() as u64) < words {
-            let word = self.word(vocabulary);
-            let repeat = if self.below(6) == 0 {
-                1 + self.below(40)
-            } else {
-                1
-            };
-            for _ in 0..repeat {
-                out.push(word.clone());
-            }
+/// A text of `words` words, some repeated in runs (so term frequencies vary).
+fn text(rng: &mut Rng, words: usize, vocabulary: u64) -> String {
+    let mut out = Vec::new();
+    while out.len() < words {
+        let word = word(rng, vocabulary);
+        let repeat = if rng.below(6) == 0 {
+            1 + rng.below(40)
+        } else {
+            1
+        };
+        for _ in 0..repeat {
+            out.push(word.clone());
         }
-        out.join(" ")
     }
+    out.join(" ")
 }
 
 /// Claude Code sessions: prompts, answers and tool outputs from a few words to a few thousand.
@@ -80,7 +63,7 @@ fn generate(dir: &Path, seed: u64, sessions: u64, vocabulary: u64) {
             let prompt_len = 2 + rng.below(20);
             record(
                 "user",
-                json!({"role": "user", "content": rng.text(prompt_len, vocabulary)}),
+                json!({"role": "user", "content": text(&mut rng, prompt_len, vocabulary)}),
                 at,
             );
             for step in 0..rng.below(3) {
@@ -99,7 +82,7 @@ fn generate(dir: &Path, seed: u64, sessions: u64, vocabulary: u64) {
                 };
                 record(
                     "user",
-                    json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": tool, "content": rng.text(length, vocabulary)}]}),
+                    json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": tool, "content": text(&mut rng, length, vocabulary)}]}),
                     at,
                 );
             }
@@ -107,7 +90,7 @@ fn generate(dir: &Path, seed: u64, sessions: u64, vocabulary: u64) {
             let answer_len = 3 + rng.below(120);
             record(
                 "assistant",
-                json!({"role": "assistant", "model": "m", "content": [{"type": "text", "text": rng.text(answer_len, vocabulary)}], "stop_reason": "end_turn"}),
+                json!({"role": "assistant", "model": "m", "content": [{"type": "text", "text": text(&mut rng, answer_len, vocabulary)}], "stop_reason": "end_turn"}),
                 at,
             );
         }

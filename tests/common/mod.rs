@@ -126,6 +126,34 @@ pub async fn ingest_paths(config: &Settings, db: &Db, path: &Path) -> ingest::Su
     ingest::run(&config, db, files, false).await.unwrap()
 }
 
+/// A small deterministic generator (SplitMix64): what a test generates is reproduced from its
+/// seed.
+#[allow(dead_code)]
+pub struct Rng(pub u64);
+
+#[allow(dead_code)]
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.next() % 100 < percent
+    }
+
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len())]
+    }
+}
+
 /// The format fixtures (`tests/formats`) copied under `dir`, each SQLite store built from its
 /// `<store>.sql` script (which is not copied).
 #[allow(dead_code)]

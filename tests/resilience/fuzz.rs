@@ -18,7 +18,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use serde_json::{Value, json};
 
-use crate::common::{MODERN, fixtures, fresh_db, ingest_paths, message_text};
+use crate::common::{MODERN, Rng, fixtures, fresh_db, ingest_paths, message_text};
 use crate::own_engine::BIN;
 
 /// The spec's error codes a hostile call may get. `internal_error` is not among them: it
@@ -81,31 +81,6 @@ const HOSTILE_STRINGS: &[&str] = &[
     "tool_call",
     "user_input,tool_call",
 ];
-
-/// A small deterministic generator (SplitMix64): a failure is reproduced from its seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn chance(&mut self, percent: u64) -> bool {
-        self.next() % 100 < percent
-    }
-
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len())]
-    }
-}
 
 /// IDs and a cursor the corpus really has, for calls that are almost right.
 struct Known {
