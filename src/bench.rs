@@ -438,7 +438,8 @@ async fn ingest_rates(
     let generated = generate(args, out, size).await?;
     let mut rates = Vec::new();
     for _ in 0..times.max(1) {
-        let (config, _, summary) = ingest_corpus(args, base, url, &label, &generated).await?;
+        let (config, db) = open_database(args, base, url, &label).await?;
+        let summary = ingest_generated(&config, &db, &label, &generated).await?;
         rates.push(summary.events_per_second());
         crate::db::drop_database(&config.clickhouse).await?;
     }
@@ -478,19 +479,6 @@ async fn open_database(
     crate::db::drop_database(&config.clickhouse).await?;
     migrate::migrate(&config.clickhouse, &db).await?;
     Ok((config, db))
-}
-
-/// Ingests a generated corpus into a fresh database through the product's path.
-async fn ingest_corpus(
-    args: &BenchArgs,
-    base: &Config,
-    url: &str,
-    label: &str,
-    generated: &corpus::Generated,
-) -> anyhow::Result<(Arc<Config>, Db, ingest::Summary)> {
-    let (config, db) = open_database(args, base, url, label).await?;
-    let summary = ingest_generated(&config, &db, label, generated).await?;
-    Ok((config, db, summary))
 }
 
 /// Ingests the logs of a generated corpus (or of one chunk of it).

@@ -253,16 +253,20 @@ pub(crate) struct Generated {
 }
 
 impl Generated {
+    /// Counts `n` more sessions of `harness`.
+    fn count_sessions(&mut self, harness: Harness, n: u64) {
+        match self.sessions.iter_mut().find(|(h, _)| *h == harness) {
+            Some((_, total)) => *total += n,
+            None => self.sessions.push((harness, n)),
+        }
+    }
     /// Adds a later chunk of the same corpus (its landmarks are in the first).
     pub(crate) fn absorb(&mut self, chunk: Self) {
         self.files += chunk.files;
         self.events += chunk.events;
         self.bytes += chunk.bytes;
         for (harness, n) in chunk.sessions {
-            match self.sessions.iter_mut().find(|(h, _)| *h == harness) {
-                Some((_, total)) => *total += n,
-                None => self.sessions.push((harness, n)),
-            }
+            self.count_sessions(harness, n);
         }
     }
 
@@ -544,10 +548,7 @@ impl Generator {
             }
             generated.events += events;
             self.events += events;
-            match generated.sessions.iter_mut().find(|(h, _)| *h == harness) {
-                Some((_, n)) => *n += 1,
-                None => generated.sessions.push((harness, 1)),
-            }
+            generated.count_sessions(harness, 1);
             self.index += 1;
         }
         if let Some(stores) = stores {
