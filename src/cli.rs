@@ -73,6 +73,10 @@ enum Command {
     },
     /// Create the database and apply pending schema migrations.
     Migrate {
+        /// Print every statement migrating an empty database runs (on `clickhouse.cluster`,
+        /// if set, as the cluster runs them) instead of connecting.
+        #[arg(long)]
+        print: bool,
         #[command(flatten)]
         store: Store,
     },
@@ -160,7 +164,7 @@ impl Command {
     fn store(&self) -> Option<&Store> {
         match self {
             Self::Serve { store, .. }
-            | Self::Migrate { store }
+            | Self::Migrate { store, .. }
             | Self::Reindex { store, .. }
             | Self::Ingest { store, .. }
             | Self::Forget { store, .. } => Some(store),
@@ -267,6 +271,10 @@ async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
             ..
         } => {
             serve(Arc::new(config), stdio, require_clickhouse).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Migrate { print: true, .. } => {
+            print!("{}", migrate::script(&config.clickhouse)?);
             Ok(ExitCode::SUCCESS)
         }
         Command::Migrate { .. } => {

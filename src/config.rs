@@ -218,6 +218,10 @@ pub struct ClickHouseConfig {
     pub user: String,
     pub password: String,
     pub database: String,
+    /// A cluster in the servers' `remote_servers` (empty: one node). On a cluster, `migrate`
+    /// creates the schema `ON CLUSTER`: replicated tables sharded by session in
+    /// `<database>_local`, and `Distributed` tables over them in `database`.
+    pub cluster: String,
     pub connect_timeout_ms: u64,
     pub query_timeout_ms: u64,
     pub max_concurrent_queries: usize,
@@ -236,6 +240,7 @@ impl Default for ClickHouseConfig {
             user: "default".into(),
             password: String::new(),
             database: "moraine".into(),
+            cluster: String::new(),
             connect_timeout_ms: 2000,
             query_timeout_ms: 30_000,
             max_concurrent_queries: 8,
@@ -255,6 +260,7 @@ impl std::fmt::Debug for ClickHouseConfig {
             .field("user", &self.user)
             .field("password", &"<redacted>")
             .field("database", &self.database)
+            .field("cluster", &self.cluster)
             .field("max_concurrent_queries", &self.max_concurrent_queries)
             .finish_non_exhaustive()
     }
@@ -783,6 +789,16 @@ impl ClickHouseConfig {
             return Err(ConfigError::invalid(
                 "clickhouse.database",
                 "must be a non-empty name of letters, digits and _",
+            ));
+        }
+        if !self
+            .cluster
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_')
+        {
+            return Err(ConfigError::invalid(
+                "clickhouse.cluster",
+                "must be empty (one node) or a name of letters, digits and _",
             ));
         }
         positive("clickhouse.connect_timeout_ms", self.connect_timeout_ms)?;

@@ -200,6 +200,14 @@ impl Db {
         }
     }
 
+    /// The same handle (slots, metrics, health) on another database of the server: a
+    /// cluster's shard tables.
+    pub fn with_database(&self, database: &str) -> Self {
+        let mut db = self.clone();
+        db.client = db.client.clone().with_database(database);
+        db
+    }
+
     pub fn metrics(&self) -> &Metrics {
         &self.metrics
     }

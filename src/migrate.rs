@@ -10,6 +10,10 @@ use sha2::{Digest, Sha256};
 use crate::config::ClickHouseConfig;
 use crate::db::{Db, DbError, base_client};
 
+pub mod cluster;
+
+pub use cluster::Cluster;
+
 /// One migration file, embedded in the binary.
 pub struct Migration {
     pub version: u32,
@@ -63,6 +67,8 @@ pub enum MigrateError {
     },
     #[error("the database has schema version {found}, newer than this build's {expected}")]
     TooNew { found: u32, expected: u32 },
+    #[error(transparent)]
+    Cluster(#[from] cluster::Unsupported),
 }
 
 /// What a run did.
@@ -95,16 +101,31 @@ pub async fn migrate_to(
     version: u32,
 ) -> Result<MigrateReport, MigrateError> {
     let deadline = db.default_deadline();
-    // The database may not exist yet, so this statement runs on a client without one.
-    base_client(config)
-        .query("CREATE DATABASE IF NOT EXISTS {db:Identifier}")
-        .param("db", &config.database)
-        .execute()
-        .await
-        .map_err(DbError::from_clickhouse)?;
-    db.write("migrate_table", CREATE_MIGRATIONS_TABLE)
-        .execute(db, deadline)
-        .await?;
+    let plan = Plan::new(config, db);
+    // The databases may not exist yet, so these statements run on a client without one.
+    match &plan.cluster {
+        None => base_client(config)
+            .query("CREATE DATABASE IF NOT EXISTS {db:Identifier}")
+            .param("db", &config.database)
+            .execute()
+            .await
+            .map_err(DbError::from_clickhouse)?,
+        Some((cluster, _)) => {
+            for sql in cluster.create_databases() {
+                base_client(config)
+                    .query(&sql)
+                    .execute()
+                    .await
+                    .map_err(DbError::from_clickhouse)?;
+            }
+        }
+    }
+    for (target, sql) in plan.statements(CREATE_MIGRATIONS_TABLE)? {
+        target
+            .write("migrate_table", &sql)
+            .execute(target, deadline)
+            .await?;
+    }
     let applied: Vec<Applied> = db
         .read(
             "migrate_applied",
@@ -137,19 +158,23 @@ pub async fn migrate_to(
         }
         for statement in statements(migration.sql) {
             if let Some(condition) = &statement.only_if {
-                let holds: Option<u8> = db
+                let checked = plan.conditions();
+                let holds: Option<u8> = checked
                     .read("migrate_condition", condition)
-                    .fetch_optional(db, db.default_deadline())
+                    .fetch_optional(checked, checked.default_deadline())
                     .await?;
                 if holds != Some(1) {
                     continue;
                 }
             }
-            // A migration may copy a table: the query timeout meant for tool calls is far too
-            // short for that on a large index.
-            db.write("migrate_statement", &statement.sql)
-                .execute(db, Instant::now() + STATEMENT_DEADLINE)
-                .await?;
+            for (target, sql) in plan.statements(&statement.sql)? {
+                // A migration may copy a table: the query timeout meant for tool calls is far
+                // too short for that on a large index.
+                target
+                    .write("migrate_statement", &sql)
+                    .execute(target, Instant::now() + STATEMENT_DEADLINE)
+                    .await?;
+            }
         }
         db.write(
             "migrate_record",
@@ -169,6 +194,125 @@ pub async fn migrate_to(
     }
     db.client().clear_cached_metadata().await;
     Ok(report)
+}
+
+/// Where migration statements run: as written on one node; rewritten, in the service's or the
+/// shards' database, on a cluster.
+struct Plan<'a> {
+    db: &'a Db,
+    cluster: Option<(Cluster, Db)>,
+}
+
+impl<'a> Plan<'a> {
+    fn new(config: &ClickHouseConfig, db: &'a Db) -> Self {
+        let cluster = Cluster::configured(config).map(|cluster| {
+            let local = db.with_database(&cluster.local);
+            (cluster, local)
+        });
+        Self { db, cluster }
+    }
+
+    fn statements(&self, sql: &str) -> Result<Vec<(&Db, String)>, MigrateError> {
+        let Some((cluster, local)) = &self.cluster else {
+            return Ok(vec![(self.db, sql.to_owned())]);
+        };
+        Ok(cluster
+            .rewrite(sql)?
+            .into_iter()
+            .map(|statement| {
+                let target = match statement.target {
+                    cluster::Target::Local => local,
+                    cluster::Target::Service => self.db,
+                };
+                (target, statement.sql)
+            })
+            .collect())
+    }
+
+    /// Conditions look at the tables that hold the rows (a `Distributed` table has no order).
+    fn conditions(&self) -> &Db {
+        self.cluster.as_ref().map_or(self.db, |(_, local)| local)
+    }
+}
+
+/// Every statement `migrate` runs on an empty database, in order, as SQL text: what an operator
+/// reviews before creating a cluster's schema (`moraine-mcp migrate --print`).
+pub fn script(config: &ClickHouseConfig) -> Result<String, MigrateError> {
+    let Some(cluster) = Cluster::configured(config) else {
+        let mut out = format!(
+            "-- moraine-mcp schema version {}, on one node, in database {}.\n",
+            latest_version(),
+            config.database
+        );
+        for (name, statement) in all_statements() {
+            if let Some(name) = name {
+                out.push_str(&format!("\n-- {name}\n"));
+            }
+            if let Some(condition) = &statement.only_if {
+                out.push_str(&format!("{ONLY_IF} {condition}\n"));
+            }
+            out.push_str(&format!("{};\n", statement.sql));
+        }
+        return Ok(out);
+    };
+    let mut out = format!(
+        "-- moraine-mcp schema version {}, on cluster {}: Distributed tables in database {}, \
+         the shards' replicated tables in {}.\n-- Each statement is preceded by the database it \
+         runs in, and by the condition it runs under, if any.\n\n{};\n",
+        latest_version(),
+        cluster.name,
+        cluster.database,
+        cluster.local,
+        cluster.create_databases().join(";\n"),
+    );
+    for (name, condition, statement) in cluster_statements(&cluster)? {
+        if let Some(name) = name {
+            out.push_str(&format!("\n-- {name}\n"));
+        }
+        if let Some(condition) = condition {
+            out.push_str(&format!("{ONLY_IF} {condition}\n"));
+        }
+        let database = match statement.target {
+            cluster::Target::Local => &cluster.local,
+            cluster::Target::Service => &cluster.database,
+        };
+        out.push_str(&format!("-- in {database}\n{};\n", statement.sql));
+    }
+    Ok(out)
+}
+
+/// A migration's name (at its first statement) and each of its statements, the migrations
+/// table's first.
+fn all_statements() -> impl Iterator<Item = (Option<&'static str>, Statement)> {
+    let table = ("schema_migrations", CREATE_MIGRATIONS_TABLE);
+    std::iter::once(table)
+        .chain(MIGRATIONS.iter().map(|m| (m.name, m.sql)))
+        .flat_map(|(name, sql)| {
+            statements(sql)
+                .into_iter()
+                .enumerate()
+                .map(move |(i, statement)| ((i == 0).then_some(name), statement))
+        })
+}
+
+/// What a cluster runs to migrate an empty database, statement by statement: the migration's
+/// name at its first statement, the condition a statement runs under, and the statement.
+pub type ClusterScript = Vec<(
+    Option<&'static str>,
+    Option<String>,
+    cluster::ClusterStatement,
+)>;
+
+/// Every migration rewritten for `cluster`, in order.
+pub fn cluster_statements(cluster: &Cluster) -> Result<ClusterScript, MigrateError> {
+    let mut out = Vec::new();
+    for (name, statement) in all_statements() {
+        let mut name = name;
+        for rewritten in cluster.rewrite(&statement.sql)? {
+            out.push((name.take(), statement.only_if.clone(), rewritten));
+        }
+    }
+    Ok(out)
 }
 
 /// Lower-case hex SHA-256 of `text`: migration checksums and the engine's requirements stamp.

@@ -2,6 +2,8 @@
 # Checks the deployment files without running any of them:
 #   1. docker-compose.yml      `docker compose config` with dummy secrets (and fails without them),
 #                              plus the settings moraine-mcp reads from it (TOML in env values).
+#      deploy/cluster/         the cluster compose file: `docker compose config`, and the same
+#                              2x2 cluster and 3 Keeper nodes in compose, cluster.xml, keeper.xml.
 #      Dockerfile              every file the crate compiles in (include_str!) is copied and not
 #                              excluded by .dockerignore; pinned bases, non-root user, HEALTHCHECK.
 #                              (The image itself is not built here: that needs a Docker engine.)
@@ -164,6 +166,83 @@ check_compose() {
         grep -q "$var" <<<"$out" || fail "docker compose config without $var failed, but not because of $var: $out"
     done
     echo "ok: config valid; CLICKHOUSE_PASSWORD and MORAINE_MCP_TOKEN are required"
+}
+
+# deploy/cluster/docker-compose.yml: 2 shards x 2 replicas and 3 Keeper nodes. Valid, and the
+# same cluster everywhere it is named: the compose services, the servers' remote_servers and
+# macros, the Keeper ensemble, and the cluster moraine-mcp is told to create its schema on.
+check_cluster_compose() {
+    step "deploy/cluster/docker-compose.yml: docker compose config, and one cluster throughout"
+    local file=deploy/cluster/docker-compose.yml
+    compose "${DUMMY_ENV[@]}" "${COMPOSE[@]}" -f "$file" config -q ||
+        fail "docker compose config rejected $file"
+    compose "${DUMMY_ENV[@]}" "${COMPOSE[@]}" -f "$file" config --format json >"$WORK/cluster-compose.json" ||
+        fail "docker compose config --format json failed for $file"
+    "${PYTHON:-python3}" - "$ROOT/deploy/cluster" "$WORK/cluster-compose.json" <<'PYTHON' || fail "the cluster deployment is inconsistent (above)"
+import json, sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+here, services = Path(sys.argv[1]), json.loads(Path(sys.argv[2]).read_text())["services"]
+problems = []
+cluster_xml = ET.parse(here / "clickhouse/cluster.xml").getroot()
+keeper_xml = ET.parse(here / "keeper/keeper.xml").getroot()
+
+clusters = list(cluster_xml.find("remote_servers"))
+if len(clusters) != 1:
+    problems.append(f"cluster.xml defines {len(clusters)} clusters, expected one")
+cluster = clusters[0]
+shards = [[r.findtext("host") for r in shard.findall("replica")] for shard in cluster.findall("shard")]
+if [len(s) for s in shards] != [2, 2]:
+    problems.append(f"expected 2 shards of 2 replicas, cluster.xml has {shards}")
+for shard in cluster.findall("shard"):
+    if shard.findtext("internal_replication") != "true":
+        problems.append("every shard needs internal_replication (the tables replicate themselves)")
+
+servers = {name: s for name, s in services.items() if s.get("image", "").startswith("clickhouse/clickhouse-server")}
+placed = {}
+for name, s in servers.items():
+    env = s.get("environment", {})
+    placed[name] = (int(env.get("MORAINE_SHARD", 0)), env.get("MORAINE_REPLICA"))
+    if s.get("hostname") != name or env.get("MORAINE_REPLICA") != name:
+        problems.append(f"{name}: hostname and MORAINE_REPLICA must be the service name")
+    mounts = [v.get("source", "") for v in s.get("volumes", [])]
+    if not any(m.endswith("clickhouse/cluster.xml") for m in mounts):
+        problems.append(f"{name} does not mount clickhouse/cluster.xml")
+for i, hosts in enumerate(shards, 1):
+    for host in hosts:
+        if placed.get(host, (None,))[0] != i:
+            problems.append(f"cluster.xml puts {host} in shard {i}; compose says {placed.get(host)}")
+if sorted(placed) != sorted(h for hs in shards for h in hs):
+    problems.append(f"compose servers {sorted(placed)} differ from cluster.xml's {shards}")
+if len({r for _, r in placed.values()}) != len(placed):
+    problems.append("replica names must be unique")
+
+keepers = {name: s for name, s in services.items() if s.get("image", "").startswith("clickhouse/clickhouse-keeper")}
+raft = {int(x.findtext("id")): x.findtext("hostname") for x in keeper_xml.find("keeper_server/raft_configuration")}
+ids = {int(s["environment"]["KEEPER_SERVER_ID"]): s.get("hostname") for s in keepers.values()}
+if len(keepers) != 3 or ids != raft:
+    problems.append(f"keepers: compose has {ids}, keeper.xml's raft configuration {raft}; expected three, the same")
+zk = sorted(n.findtext("host") for n in cluster_xml.find("zookeeper"))
+if zk != sorted(raft.values()):
+    problems.append(f"the servers know Keeper nodes {zk}, the ensemble is {sorted(raft.values())}")
+
+for name in ("migrate", "moraine-mcp"):
+    env = services[name].get("environment", {})
+    if env.get("MORAINE_MCP_CLICKHOUSE__CLUSTER") != cluster.tag:
+        problems.append(f"{name}: MORAINE_MCP_CLICKHOUSE__CLUSTER must be {cluster.tag!r}")
+    url = env.get("MORAINE_MCP_CLICKHOUSE__URL", "")
+    if not any(f"//{host}:8123" in url for host in placed):
+        problems.append(f"{name}: {url} is not one of the cluster's servers")
+deps = services["migrate"].get("depends_on", {})
+if sorted(deps) != sorted(servers):
+    problems.append("migrate must wait for every server (ON CLUSTER statements reach them all)")
+
+for p in problems:
+    print("problem:", p)
+sys.exit(1 if problems else 0)
+PYTHON
+    echo "ok: 2 shards x 2 replicas and 3 Keeper nodes, named alike in compose, cluster.xml and keeper.xml"
 }
 
 # ------------------------------------------------------------------------------------------
@@ -764,6 +843,7 @@ ensure_compose
 ensure_promtool
 
 check_compose
+check_cluster_compose
 check_openapi
 check_python
 check_promtool
