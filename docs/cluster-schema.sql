@@ -1,5 +1,5 @@
 -- moraine-mcp schema version 9, on cluster moraine: Distributed tables in database moraine, the shards' replicated tables in moraine_local.
--- Each statement is preceded by the database it runs in.
+-- Each statement is preceded by the database it runs in, and by the condition it runs under, if any.
 
 CREATE DATABASE IF NOT EXISTS moraine ON CLUSTER moraine;
 CREATE DATABASE IF NOT EXISTS moraine_local ON CLUSTER moraine;
@@ -175,7 +175,7 @@ ENGINE = ReplicatedSummingMergeTree('/clickhouse/tables/{shard}/moraine_local/te
 ORDER BY term;
 -- in moraine
 CREATE TABLE IF NOT EXISTS moraine.term_df ON CLUSTER moraine AS moraine_local.term_df
-ENGINE = Distributed('moraine', 'moraine_local', 'term_df', term);
+ENGINE = Distributed('moraine', 'moraine_local', 'term_df', cityHash64(term, df));
 -- in moraine_local
 CREATE MATERIALIZED VIEW IF NOT EXISTS moraine_local.term_df_mv ON CLUSTER moraine TO moraine_local.term_df AS
 SELECT term, toInt64(count()) AS df
@@ -194,7 +194,7 @@ ENGINE = ReplicatedSummingMergeTree('/clickhouse/tables/{shard}/moraine_local/co
 ORDER BY k;
 -- in moraine
 CREATE TABLE IF NOT EXISTS moraine.corpus_stats ON CLUSTER moraine AS moraine_local.corpus_stats
-ENGINE = Distributed('moraine', 'moraine_local', 'corpus_stats', k);
+ENGINE = Distributed('moraine', 'moraine_local', 'corpus_stats', cityHash64(k, docs));
 -- in moraine_local
 CREATE MATERIALIZED VIEW IF NOT EXISTS moraine_local.corpus_stats_mv ON CLUSTER moraine TO moraine_local.corpus_stats AS
 SELECT
@@ -401,8 +401,10 @@ DROP VIEW IF EXISTS moraine_local.postings_mv ON CLUSTER moraine;
 -- only if: SELECT toUInt8(sorting_key = 'term, sess, doc') FROM system.tables WHERE database = currentDatabase() AND name = 'postings'
 -- in moraine_local
 RENAME TABLE moraine_local.postings TO moraine_local.postings_unordered, moraine_local.postings_tiered TO moraine_local.postings ON CLUSTER moraine;
+-- only if: SELECT toUInt8(sorting_key = 'term, sess, doc') FROM system.tables WHERE database = currentDatabase() AND name = 'postings'
 -- in moraine
 DROP TABLE IF EXISTS moraine.postings ON CLUSTER moraine SYNC;
+-- only if: SELECT toUInt8(sorting_key = 'term, sess, doc') FROM system.tables WHERE database = currentDatabase() AND name = 'postings'
 -- in moraine
 CREATE TABLE IF NOT EXISTS moraine.postings ON CLUSTER moraine AS moraine_local.postings
 ENGINE = Distributed('moraine', 'moraine_local', 'postings', sess);

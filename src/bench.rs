@@ -224,6 +224,11 @@ struct ConcurrentReport {
 }
 
 pub(crate) async fn run(args: BenchArgs, base: Config) -> anyhow::Result<ExitCode> {
+    // The benchmark runs its own embedded engine: one node.
+    anyhow::ensure!(
+        base.clickhouse.cluster.is_empty(),
+        "bench measures one node on the embedded engine: unset clickhouse.cluster"
+    );
     let sizes = match (&args.sizes, args.quick) {
         (Some(sizes), _) => sizes.clone(),
         (None, true) => vec![100_000],

@@ -127,6 +127,8 @@ pub struct Db {
     metrics: Metrics,
     /// Admission of tool calls (see [`Db::admit_call`]).
     calls: Arc<Admission>,
+    /// The cluster the schema lives on (`clickhouse.cluster`), if any.
+    cluster: Option<Arc<crate::migrate::Cluster>>,
     /// Whether ClickHouse answers, as [`Db::watch_health`] last saw it (always, where nothing
     /// watches): while it does not, statements fail at once instead of waiting out their
     /// deadline.
@@ -180,7 +182,21 @@ enum Abandon {
 impl Db {
     /// Builds the client and the slot pool. Connects lazily.
     pub fn new(config: &ClickHouseConfig, metrics: Metrics) -> Self {
-        let client = base_client(config).with_database(&config.database);
+        let mut client = base_client(config).with_database(&config.database);
+        let cluster = crate::migrate::Cluster::configured(config);
+        if cluster.is_some() {
+            client = client
+                // A session's rows share a shard, so a subquery over sessions, turns or events
+                // inside a query over them reads the shard's own rows (never per-shard index
+                // statistics: those are always read, summed, by a statement of their own).
+                .with_setting("distributed_product_mode", "local")
+                // A statement naming one session (`session_key = …`, `sess = …`) goes to the
+                // shard that holds it, not to every shard.
+                .with_setting("optimize_skip_unused_shards", "1")
+                // An insert returns once its rows are on their shards, so a checkpoint written
+                // after it never runs ahead of what is stored.
+                .with_setting("distributed_foreground_insert", "1");
+        }
         let slots = Pool::builder(Slots)
             .max_size(config.max_concurrent_queries)
             .wait_timeout(Some(Duration::from_millis(config.queue_timeout_ms)))
@@ -197,6 +213,7 @@ impl Db {
                 config.max_waiting_calls,
             )),
             answering: Arc::new(tokio::sync::watch::Sender::new(true)),
+            cluster: cluster.map(Arc::new),
         }
     }
 
@@ -267,6 +284,31 @@ impl Db {
             inner: self.client.query(sql),
             abandon: Abandon::Never,
         }
+    }
+
+    /// `DELETE FROM table WHERE condition`. On a cluster it runs on the shards' own tables (a
+    /// `Distributed` table cannot delete), on every replica, each deleting from its own copy: so
+    /// `condition` names its rows by value, never by a subquery that a replica behind on
+    /// replication would answer differently.
+    pub fn delete(&self, name: &'static str, table: &str, condition: &str) -> Query {
+        match &self.cluster {
+            None => self.write(name, &format!("DELETE FROM {table} WHERE {condition}")),
+            Some(cluster) => self
+                .write(name, &cluster.delete(table, condition))
+                // Lightweight deletes wait for every replica of the shard.
+                .setting("lightweight_deletes_sync", "2"),
+        }
+    }
+
+    /// The handle for a writer that reads what it wrote (checkpoints, stored events): on a
+    /// cluster, reads and inserts go to the first replica of each shard that answers, not to
+    /// any, so a read never meets a replica that has not yet received a write.
+    pub fn for_writes(&self) -> Self {
+        let mut db = self.clone();
+        if self.cluster.is_some() {
+            db.client = db.client.clone().with_setting("load_balancing", "in_order");
+        }
+        db
     }
 
     /// The deadline of a query with no caller deadline: now plus the configured query timeout.
@@ -544,13 +586,25 @@ fn with_time_limit(query: clickhouse::query::Query, deadline: Instant) -> clickh
 }
 
 /// Drops the configured database and everything in it, if it exists (on a client without a
-/// current database).
+/// current database); on a cluster, the shards' database too, on every server.
 pub async fn drop_database(config: &ClickHouseConfig) -> Result<(), clickhouse::error::Error> {
-    base_client(config)
-        .query("DROP DATABASE IF EXISTS {db:Identifier}")
-        .param("db", &config.database)
-        .execute()
-        .await
+    let Some(cluster) = crate::migrate::Cluster::configured(config) else {
+        return base_client(config)
+            .query("DROP DATABASE IF EXISTS {db:Identifier}")
+            .param("db", &config.database)
+            .execute()
+            .await;
+    };
+    for database in [&cluster.database, &cluster.local] {
+        base_client(config)
+            .query(&format!(
+                "DROP DATABASE IF EXISTS {database} ON CLUSTER {} SYNC",
+                cluster.name
+            ))
+            .execute()
+            .await?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -48,6 +48,7 @@ pub enum ForgetError {
 /// Removes `what` from the store behind `db`. Removing the demo also keeps `up` from loading
 /// it again.
 pub async fn run(config: &Config, db: &Db, what: &Forget) -> Result<Forgotten, ForgetError> {
+    let db = &db.for_writes();
     if *what == Forget::Source(crate::demo::SOURCE.into()) {
         crate::demo::dismiss(&config.embedded.data_dir_path()).map_err(ForgetError::Dismiss)?;
     }
@@ -100,17 +101,11 @@ pub async fn run(config: &Config, db: &Db, what: &Forget) -> Result<Forgotten, F
     }
     // The logs' bytes, then their checkpoints: a crash in between leaves a log that is read
     // again from the start, never a checkpoint pointing at bytes that are gone.
-    for (name, sql) in [
-        (
-            "forget_archive",
-            "DELETE FROM raw_chunks WHERE file_key IN {f:Array(UInt64)}",
-        ),
-        (
-            "forget_checkpoints",
-            "DELETE FROM ingest_checkpoints WHERE file_key IN {f:Array(UInt64)}",
-        ),
+    for (name, table) in [
+        ("forget_archive", "raw_chunks"),
+        ("forget_checkpoints", "ingest_checkpoints"),
     ] {
-        db.write(name, sql)
+        db.delete(name, table, "file_key IN {f:Array(UInt64)}")
             .param("f", &logs)
             .execute(db, db.default_deadline())
             .await?;

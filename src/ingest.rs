@@ -161,6 +161,7 @@ pub async fn run(
     files: Vec<LogFile>,
     show_progress: bool,
 ) -> Result<Summary, IngestError> {
+    let db = &db.for_writes();
     let lock = lock::IngestLock::acquire(config).await;
     if let Some(lock) = &lock
         && lock.failed_write_noted()

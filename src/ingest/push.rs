@@ -141,7 +141,7 @@ impl PushIngest {
             redactor: Arc::new(Redactor::new(&config.ingest.redaction)?),
             masker: Redactor::builtin(),
             self_tools: Arc::new(SelfTools::new(&config.tools.self_server_names)),
-            db,
+            db: db.for_writes(),
             config,
             locks: Mutex::new(HashMap::new()),
             version: Mutex::new(0),

@@ -67,6 +67,7 @@ pub async fn run(
     scratch: &Path,
     show_progress: bool,
 ) -> Result<ReindexSummary, IngestError> {
+    let db = &db.for_writes();
     let started = Instant::now();
     let checkpoints = checkpoints(db, selection).await?;
     std::fs::create_dir_all(scratch)

@@ -167,9 +167,10 @@ pub(crate) async fn retract(db: &Db, retraction: &Retraction) -> Result<(), DbEr
         checkpoint,
     } = *retraction;
     if let Some(file_key) = checkpoint {
-        db.write(
+        db.delete(
             "retract_checkpoint",
-            "DELETE FROM ingest_checkpoints WHERE file_key = {f:UInt64}",
+            "ingest_checkpoints",
+            "file_key = {f:UInt64}",
         )
         .param("f", file_key)
         .execute(db, db.default_deadline())
@@ -178,23 +179,30 @@ pub(crate) async fn retract(db: &Db, retraction: &Retraction) -> Result<(), DbEr
     if let Some(doomed) = Doomed::find(db, session_key, after_line).await? {
         doomed.subtract(db, session_key, after_line).await?;
     }
-    let statements: &[(&'static str, &str)] = &[
-        (
-            "retract_postings",
-            "DELETE FROM postings WHERE sess = {s:UInt64} AND doc IN \
-             (SELECT event_key FROM events WHERE session_key = {s:UInt64} AND line_no > {l:UInt32})",
-        ),
+    let docs: Vec<u64> = db
+        .read(
+            "retract_docs",
+            "SELECT event_key FROM events WHERE session_key = {s:UInt64} AND line_no > {l:UInt32}",
+        )
+        .param("s", session_key)
+        .param("l", after_line)
+        .fetch_all(db, db.default_deadline())
+        .await?;
+    delete_postings(db, "retract_postings", Some(session_key), &docs).await?;
+    let statements: &[(&'static str, &str, &str)] = &[
         (
             "retract_events",
-            "DELETE FROM events WHERE session_key = {s:UInt64} AND line_no > {l:UInt32}",
+            "events",
+            "session_key = {s:UInt64} AND line_no > {l:UInt32}",
         ),
         (
             "retract_turns",
-            "DELETE FROM turns WHERE session_key = {s:UInt64} AND ordinal > {t:UInt32}",
+            "turns",
+            "session_key = {s:UInt64} AND ordinal > {t:UInt32}",
         ),
     ];
-    for (name, sql) in statements {
-        db.write(name, sql)
+    for (name, table, condition) in statements {
+        db.delete(name, table, condition)
             .param("s", session_key)
             .param("l", after_line)
             .param("t", keep_turns)
@@ -202,24 +210,52 @@ pub(crate) async fn retract(db: &Db, retraction: &Retraction) -> Result<(), DbEr
             .await?;
     }
     if after_line == 0 {
-        db.write(
-            "retract_session",
-            "DELETE FROM sessions WHERE session_key = {s:UInt64}",
-        )
-        .param("s", session_key)
-        .execute(db, db.default_deadline())
-        .await?;
+        db.delete("retract_session", "sessions", "session_key = {s:UInt64}")
+            .param("s", session_key)
+            .execute(db, db.default_deadline())
+            .await?;
     }
     if let Some((file_key, generation)) = archive {
         // The bytes of a replaced log: the new generation's are written with this batch.
-        db.write(
+        db.delete(
             "retract_archive",
-            "DELETE FROM raw_chunks WHERE file_key = {f:UInt64} AND generation < {g:UInt32}",
+            "raw_chunks",
+            "file_key = {f:UInt64} AND generation < {g:UInt32}",
         )
         .param("f", file_key)
         .param("g", generation)
         .execute(db, db.default_deadline())
         .await?;
+    }
+    Ok(())
+}
+
+/// How many documents' postings one statement deletes: their keys travel in the request.
+const DOCS_PER_DELETE: usize = 10_000;
+
+/// Deletes the postings of `docs` (all of session `session`, if given). The documents are
+/// named by value, not by a subquery over events (see [`Db::delete`]).
+async fn delete_postings(
+    db: &Db,
+    name: &'static str,
+    session: Option<u64>,
+    docs: &[u64],
+) -> Result<(), DbError> {
+    for chunk in docs.chunks(DOCS_PER_DELETE) {
+        let statement = match session {
+            Some(s) => db
+                .delete(
+                    name,
+                    "postings",
+                    "sess = {s:UInt64} AND doc IN {d:Array(UInt64)}",
+                )
+                .param("s", s),
+            None => db.delete(name, "postings", "doc IN {d:Array(UInt64)}"),
+        };
+        statement
+            .param("d", chunk)
+            .execute(db, db.default_deadline())
+            .await?;
     }
     Ok(())
 }
@@ -334,23 +370,21 @@ where
 /// totals read one after another.
 pub async fn repair_statistics(db: &Db) -> Result<bool, DbError> {
     let deadline = db.default_deadline();
-    let orphans: Option<u64> = db
+    let orphans: Vec<u64> = db
         .read(
             "statistics_orphans",
-            "SELECT count() FROM postings WHERE doc NOT IN (SELECT event_key FROM events)",
+            "SELECT DISTINCT doc FROM postings WHERE doc NOT IN (SELECT event_key FROM events)",
         )
-        .fetch_optional(db, deadline)
+        .fetch_all(db, deadline)
         .await?;
-    let orphans = orphans.unwrap_or(0) > 0;
-    if orphans {
-        tracing::warn!("dropping postings of events that were not stored");
-        db.write(
-            "statistics_orphans",
-            "DELETE FROM postings WHERE doc NOT IN (SELECT event_key FROM events)",
-        )
-        .execute(db, deadline)
-        .await?;
+    if !orphans.is_empty() {
+        tracing::warn!(
+            documents = orphans.len(),
+            "dropping postings of events that were not stored"
+        );
+        delete_postings(db, "statistics_orphans", None, &orphans).await?;
     }
+    let orphans = !orphans.is_empty();
     let counted: Option<(i64, i64)> = db
         .read(
             "statistics_counted",

@@ -27,10 +27,14 @@ pub fn placement(table: &str) -> Option<Placement> {
     Some(match table {
         "sessions" | "turns" | "events" | "event_ingest" => Sharded("session_key"),
         "postings" | "postings_tiered" => Sharded("sess"),
-        // Filled on each shard by its index views. A retraction's negative counts may land on
-        // any shard: readers sum over all of them.
-        "term_df" => Sharded("term"),
-        "corpus_stats" => Sharded("k"),
+        // Filled on each shard by its index views, for the shard's own documents, so a term's
+        // counts are on every shard: no read may be sent to "the term's shard". The keys
+        // include the counts so that no filter can narrow a read to one shard
+        // (`optimize_skip_unused_shards` needs every key column fixed), and stay deterministic,
+        // so a retraction's negative counts, sent again, go where they went and are
+        // deduplicated there.
+        "term_df" => Sharded("cityHash64(term, df)"),
+        "corpus_stats" => Sharded("cityHash64(k, docs)"),
         "ingest_checkpoints" | "raw_chunks" => Sharded("file_key"),
         "search_query_log" | "search_hit_log" => Sharded("cityHash64(query_id)"),
         "service_keys" | "schema_migrations" => Everywhere,
@@ -87,6 +91,14 @@ impl Cluster {
     /// The cluster named by `clickhouse.cluster`, if one is.
     pub fn configured(config: &crate::config::ClickHouseConfig) -> Option<Self> {
         (!config.cluster.is_empty()).then(|| Self::new(&config.cluster, &config.database))
+    }
+
+    /// A delete from a sharded table: on the shards' own tables, on every server.
+    pub fn delete(&self, table: &str, condition: &str) -> String {
+        format!(
+            "DELETE FROM {}.{table} ON CLUSTER {} WHERE {condition}",
+            self.local, self.name
+        )
     }
 
     /// The statements that create both databases on every node.
@@ -388,6 +400,16 @@ mod tests {
     }
 
     #[test]
+    fn test_no_statistics_read_is_narrowed_to_one_shard() {
+        for (table, fixed) in [("term_df", "term"), ("corpus_stats", "k")] {
+            let Some(Placement::Sharded(key)) = placement(table) else {
+                panic!("{table} is sharded");
+            };
+            assert!(key.contains(fixed) && key.contains(", "), "{table}: {key}");
+        }
+    }
+
+    #[test]
     fn test_sharded_tables_are_replicated_locally_and_distributed_under_their_name() {
         let all = rewritten();
         let events: Vec<&ClusterStatement> = all
@@ -506,6 +528,22 @@ mod tests {
             && s.sql.starts_with(
                 "DELETE FROM moraine_local.ingest_checkpoints ON CLUSTER moraine WHERE"
             )));
+    }
+
+    #[test]
+    fn test_deletes_run_on_the_shard_tables() {
+        assert_eq!(
+            cluster().delete("events", "session_key = {s:UInt64}"),
+            "DELETE FROM moraine_local.events ON CLUSTER moraine WHERE session_key = {s:UInt64}"
+        );
+        // The same form as a migration's delete, rewritten.
+        let rewritten = cluster()
+            .rewrite("DELETE FROM events WHERE session_key = {s:UInt64}")
+            .unwrap();
+        assert_eq!(
+            rewritten[0].sql,
+            cluster().delete("events", "session_key = {s:UInt64}")
+        );
     }
 
     #[test]
