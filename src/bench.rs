@@ -184,6 +184,8 @@ struct SizeReport {
     concurrent: ConcurrentReport,
     statements: Vec<StatementReport>,
     search_reads: Vec<(String, u64)>,
+    /// Per read path: postings the single-client global searches read, and their terms' postings.
+    search_postings: Vec<(String, u64, u64)>,
     push: Option<PushReport>,
 }
 
@@ -336,6 +338,7 @@ async fn run_size(
         rows: row_reports(service.measured, seeds, documents),
         statements: service.statements,
         search_reads: service.search_reads,
+        search_postings: service.search_postings,
         push,
     };
     crate::db::drop_database(&config.clickhouse).await?;
@@ -562,6 +565,8 @@ struct ServiceMeasures {
     statements: Vec<StatementReport>,
     /// Single-client searches by the postings they read (`search_reads_total`).
     search_reads: Vec<(String, u64)>,
+    /// And how many (`search_postings_total`).
+    search_postings: Vec<(String, u64, u64)>,
     concurrent: ConcurrentReport,
 }
 
@@ -610,6 +615,10 @@ async fn measure_service(
         .db
         .metrics()
         .search_reads(&crate::tools::search::READ_PATHS);
+    let search_postings = loaded
+        .db
+        .metrics()
+        .search_postings(&crate::tools::search::READ_PATHS);
     eprintln!("bench {label}: {} concurrent clients", args.clients);
     let mixed: Vec<Value> = workload
         .global
@@ -627,6 +636,7 @@ async fn measure_service(
         measured,
         statements,
         search_reads,
+        search_postings,
         concurrent: ConcurrentReport {
             clients: args.clients,
             searches: concurrent.client.samples,
@@ -1246,8 +1256,27 @@ fn markdown(reports: &[SizeReport], judged: bool) -> String {
         let reads: Vec<String> = r
             .search_reads
             .iter()
-            .map(|(path, n)| format!("{path} {n}"))
+            .map(|(path, n)| {
+                let postings = r.search_postings.iter().find(|(p, _, _)| p == path);
+                match postings {
+                    Some((_, read, all)) if *all > 0 => format!(
+                        "{path} {n} (read {:.1} % of their terms' postings)",
+                        100.0 * *read as f64 / *all as f64
+                    ),
+                    _ => format!("{path} {n}"),
+                }
+            })
             .collect();
+        let (read, all) = r
+            .search_postings
+            .iter()
+            .fold((0, 0), |(read, all), (_, r, a)| (read + r, all + a));
+        if all > 0 {
+            out.push_str(&format!(
+                "\nAll global single-client searches read {:.1} % of their terms' postings ({read} of {all}).",
+                100.0 * read as f64 / all as f64
+            ));
+        }
         out.push_str(&format!(
             "\nSingle-client searches by the postings they read (impact tiers): {}.\n",
             reads.join(", ")

@@ -64,6 +64,7 @@ struct Inner {
     auth: IntCounterVec,
     query_log_dropped: IntCounterVec,
     search_reads: IntCounterVec,
+    search_postings: IntCounterVec,
     ingest_requests: IntCounterVec,
     ingest_bytes: IntCounterVec,
     ingest_events: IntCounterVec,
@@ -118,6 +119,12 @@ impl Metrics {
             "Searches by which postings they read: all_postings (scoped, or tiers off), \
              one_tier_read, two_tier_reads, tiers_then_all_postings",
             &["path"],
+        );
+        let search_postings = counter(
+            "search_postings_total",
+            "Postings of global searches by read path: `read` is what they read, `of_terms` \
+             every posting of their terms (what reading them all would have read)",
+            &["path", "postings"],
         );
         let query_duration = histogram(
             "clickhouse_query_duration_seconds",
@@ -265,6 +272,7 @@ impl Metrics {
                 auth,
                 query_log_dropped,
                 search_reads,
+                search_postings,
                 ingest_requests,
                 ingest_bytes,
                 ingest_events,
@@ -457,6 +465,26 @@ impl Metrics {
 
     /// Searches so far that read the postings by each of `paths` (each exported from now on,
     /// at 0 until one is counted).
+    /// A global search that read `read` of its terms' `all` postings.
+    pub fn observe_search_postings(&self, path: &str, read: u64, all: u64) {
+        let postings = &self.inner.search_postings;
+        postings.with_label_values(&[path, "read"]).inc_by(read);
+        postings.with_label_values(&[path, "of_terms"]).inc_by(all);
+    }
+
+    /// Per path: the postings global searches read, and their terms' postings.
+    pub fn search_postings(&self, paths: &[&str]) -> Vec<(String, u64, u64)> {
+        let postings = &self.inner.search_postings;
+        paths
+            .iter()
+            .map(|path| {
+                let read = postings.with_label_values(&[path, "read"]).get();
+                let all = postings.with_label_values(&[path, "of_terms"]).get();
+                ((*path).to_owned(), read, all)
+            })
+            .collect()
+    }
+
     pub fn search_reads(&self, paths: &[&str]) -> Vec<(String, u64)> {
         paths
             .iter()

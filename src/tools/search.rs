@@ -428,12 +428,22 @@ async fn score(
         && hashes.len() <= tools.impact_tiers_max_terms
         && statistics.dfs.iter().sum::<u64>() >= tools.impact_tiers_min_postings
         && statistics.idfs.iter().all(|idf| *idf > 0.0);
-    let (mut scored, path) = if tiered {
+    let (mut scored, path, postings) = if tiered {
         read.by_tiers().await?
     } else {
-        (read.postings(None).await?, ReadPath::Scoped)
+        // A global search reads every posting of its terms (a term's postings are its
+        // document frequency); a scoped one, a session's.
+        let postings = matches!(scope, Scope::All).then(|| {
+            let all = statistics.dfs.iter().sum();
+            PostingsRead { read: all, all }
+        });
+        (read.postings(None).await?, ReadPath::Scoped, postings)
     };
-    ctx.db.metrics().observe_search_read(path.as_str());
+    let metrics = ctx.db.metrics();
+    metrics.observe_search_read(path.as_str());
+    if let Some(PostingsRead { read, all }) = postings {
+        metrics.observe_search_postings(path.as_str(), read, all);
+    }
     let truncated = scored.len() > request.n_hits as usize;
     scored.truncate(request.n_hits as usize);
     Ok((scored, truncated))
@@ -470,6 +480,13 @@ impl ReadPath {
             Self::TwoTierReads => "two_tier_reads",
         }
     }
+}
+
+/// How many postings a global search read, of all its terms' postings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct PostingsRead {
+    read: u64,
+    all: u64,
 }
 
 /// One search's scoring statement, run over all postings or some tiers of them.
@@ -524,8 +541,8 @@ impl Read<'_> {
     }
 
     /// The exact top k, reading only the tiers that can reach it (see [`tiers`]).
-    async fn by_tiers(&self) -> Result<(Vec<Scored>, ReadPath), ToolError> {
-        let listed: Vec<(u64, u8)> = self
+    async fn by_tiers(&self) -> Result<(Vec<Scored>, ReadPath, Option<PostingsRead>), ToolError> {
+        let listed: Vec<(u64, u8, u64)> = self
             .ctx
             .db
             .read("search_tiers", sql::TIERS_SQL)
@@ -542,10 +559,10 @@ impl Read<'_> {
             .iter()
             .zip(&self.statistics.idfs)
             .map(|(&term, &idf)| {
-                let of_term: Vec<u8> = listed
+                let of_term: Vec<(u8, u64)> = listed
                     .iter()
-                    .filter(|(t, _)| *t == term)
-                    .map(|(_, tier)| *tier)
+                    .filter(|(t, _, _)| *t == term)
+                    .map(|(_, tier, n)| (*tier, *n))
                     .collect();
                 tiers::TermTiers::new(term, idf, &of_term, &bm25)
             })
@@ -554,19 +571,38 @@ impl Read<'_> {
         let found = self.postings(Some(&first)).await?;
         let k = self.request.n_hits as usize + 1;
         let theta = found.get(k - 1).map(|s| s.score);
+        // What each read costs, in postings.
+        let count = |read: &[(u64, u8)]| -> u64 {
+            listed
+                .iter()
+                .filter(|(term, tier, _)| read.contains(&(*term, *tier)))
+                .map(|(_, _, n)| n)
+                .sum()
+        };
+        let all: u64 = listed.iter().map(|(_, _, n)| n).sum();
+        let postings = |read| Some(PostingsRead { read, all });
         match tiers::final_read(&terms, theta) {
-            tiers::Plan::Exhaustive => Ok((self.postings(None).await?, ReadPath::AllAfterTiers)),
+            tiers::Plan::Exhaustive => Ok((
+                self.postings(None).await?,
+                ReadPath::AllAfterTiers,
+                postings(count(&first) + all),
+            )),
             tiers::Plan::Tiers(last) if tiers::first_read_suffices(&first, &last) => {
-                Ok((found, ReadPath::OneTierRead))
+                Ok((found, ReadPath::OneTierRead, postings(count(&first))))
             }
             tiers::Plan::Tiers(last) => {
                 let read = self.postings(Some(&last)).await?;
+                let both = count(&first) + count(&last);
                 // Its top k all reach θ unless postings were retracted between the reads (a
                 // session re-read): then only reading every posting is sure.
                 if tiers::final_read_holds(&read, k, theta) {
-                    Ok((read, ReadPath::TwoTierReads))
+                    Ok((read, ReadPath::TwoTierReads, postings(both)))
                 } else {
-                    Ok((self.postings(None).await?, ReadPath::AllAfterTiers))
+                    Ok((
+                        self.postings(None).await?,
+                        ReadPath::AllAfterTiers,
+                        postings(both + all),
+                    ))
                 }
             }
         }

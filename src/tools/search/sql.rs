@@ -32,8 +32,10 @@ pub(super) const FILTER_SOURCE: &str =
 /// Only some tiers of the terms' postings (see `tiers`): key ranges of the index.
 pub(super) const FILTER_TIERS: &str = "AND (term, tier) IN {tiers:Array(Tuple(UInt64, UInt8))}";
 
-/// The tiers the query's terms have postings in, read in key order (two columns, no hashing).
-pub(super) const TIERS_SQL: &str = "SELECT term, tier FROM postings WHERE term IN {terms:Array(UInt64)} \
+/// The tiers the query's terms have postings in, and how many, read in key order (two columns,
+/// no hashing).
+pub(super) const TIERS_SQL: &str = "SELECT term, tier, count() FROM postings \
+     WHERE term IN {terms:Array(UInt64)} \
      GROUP BY term, tier SETTINGS optimize_aggregation_in_order = 1";
 
 /// How postings become document scores.

@@ -8,7 +8,8 @@
 //! `τ_t > 0`, only term `t`'s tiers whose bound reaches `τ_t` can hold a posting of a top-k
 //! document; reading just those gives every document scoring at least `θ` its whole score, and
 //! the top k of that read are the top k of all. `θ` comes from a first read of each term's best
-//! tiers: the k-th best of those partial sums is at most the k-th best full score.
+//! tiers, a few thousand postings: the k-th best of those partial sums is at most the k-th best
+//! full score.
 
 /// Tier classes, as `sql/009_impact_tiers.sql` assigns them: term frequency `tf ≤ TF_MAX[c]`
 /// (class `c` = `tier / 16`), document length `≥ LENGTH_MIN[c]` (class `c` = `tier % 16`).
@@ -21,8 +22,12 @@ const LENGTH_MIN: [f64; 10] = [
 /// never put it above the bound computed here.
 const SLACK: f64 = 1e-9;
 
-/// The share of each term's largest bound its first read takes tiers down to.
-const FIRST_READ: f64 = 0.5;
+/// How many postings of each term the first read takes, best tiers first (at least one tier):
+/// a share of them, at most a few thousand. BM25 saturates, so most of a frequent term's
+/// postings have bounds within a factor of two of its best: a first read by bound would read
+/// most of them. A few thousand postings of the best tiers give `θ` for a top k of tens.
+const FIRST_READ_POSTINGS: u64 = 2048;
+const FIRST_READ_SHARE: u64 = 16;
 
 /// BM25's parameters and statistics for one query.
 #[derive(Debug, Clone, Copy)]
@@ -50,19 +55,36 @@ impl Bm25 {
     }
 }
 
-/// One query term's tiers with their bounds, best first.
+/// One query term's tiers with their bounds and postings, best first.
 #[derive(Debug, Clone)]
 pub(super) struct TermTiers {
     pub term: u64,
-    tiers: Vec<(u8, f64)>,
+    tiers: Vec<(u8, f64, u64)>,
 }
 
 impl TermTiers {
-    pub(super) fn new(term: u64, idf: f64, tiers: &[u8], bm25: &Bm25) -> Self {
-        let mut tiers: Vec<(u8, f64)> = tiers.iter().map(|&t| (t, bm25.bound(idf, t))).collect();
+    /// `tiers`: each tier the term has postings in, and how many.
+    pub(super) fn new(term: u64, idf: f64, tiers: &[(u8, u64)], bm25: &Bm25) -> Self {
+        let mut tiers: Vec<(u8, f64, u64)> = tiers
+            .iter()
+            .map(|&(t, n)| (t, bm25.bound(idf, t), n))
+            .collect();
         tiers.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         tiers.dedup_by_key(|t| t.0);
         Self { term, tiers }
+    }
+
+    /// The best tiers, down to the one that brings their postings to `postings`.
+    fn best_postings(&self, postings: u64) -> impl Iterator<Item = (u64, u8)> + '_ {
+        let mut before = 0;
+        self.tiers
+            .iter()
+            .take_while(move |t| {
+                let take = before < postings.max(1);
+                before += t.2;
+                take
+            })
+            .map(|t| (self.term, t.0))
     }
 
     fn best(&self) -> f64 {
@@ -87,11 +109,14 @@ pub(super) enum Plan {
     Tiers(Vec<(u64, u8)>),
 }
 
-/// The first read: each term's tiers down to half its best bound, which finds `θ`.
+/// The first read, which finds `θ`: each term's best tiers, a few thousand postings.
 pub(super) fn first_read(terms: &[TermTiers]) -> Vec<(u64, u8)> {
     terms
         .iter()
-        .flat_map(|t| t.down_to(t.best() * FIRST_READ))
+        .flat_map(|t| {
+            let all: u64 = t.tiers.iter().map(|tier| tier.2).sum();
+            t.best_postings(FIRST_READ_POSTINGS.min(all / FIRST_READ_SHARE))
+        })
         .collect()
 }
 
@@ -187,11 +212,22 @@ mod tests {
     #[test]
     fn test_plans() {
         // Two terms: one rare (high idf), one common.
-        let rare = TermTiers::new(1, 5.0, &[tier(1, 50), tier(3, 20)], &BM25);
-        let common = TermTiers::new(2, 0.5, &[tier(1, 50), tier(1, 3000), tier(9, 40)], &BM25);
+        let rare = TermTiers::new(1, 5.0, &[(tier(1, 50), 10), (tier(3, 20), 5)], &BM25);
+        let common = TermTiers::new(
+            2,
+            0.5,
+            &[
+                (tier(1, 50), 90_000),
+                (tier(1, 3000), 500),
+                (tier(9, 40), 3000),
+            ],
+            &BM25,
+        );
         let terms = [rare.clone(), common.clone()];
         let first = first_read(&terms);
-        assert!(first.contains(&(1, tier(3, 20))));
+        // Each term's best tiers until they hold a sixteenth of its postings, at most 2048:
+        // the rare term's best tier, and the common one's (3000 postings).
+        assert_eq!(first, [(1, tier(3, 20)), (2, tier(9, 40))]);
         // θ below what the common term alone can give: nothing can be skipped.
         assert_eq!(final_read(&terms, Some(0.1)), Plan::Exhaustive);
         assert_eq!(final_read(&terms, None), Plan::Exhaustive);
