@@ -6,7 +6,7 @@ CREATE DATABASE IF NOT EXISTS moraine_local ON CLUSTER moraine;
 
 -- schema_migrations
 -- in moraine
-CREATE TABLE IF NOT EXISTS moraine.schema_migrations ON CLUSTER moraine (version UInt32, name String, checksum String, applied_at DateTime64(3, 'UTC') DEFAULT now64(3)) ENGINE = ReplicatedMergeTree('/clickhouse/tables/all/moraine/schema_migrations', '{shard}-{replica}') ORDER BY version;
+CREATE TABLE IF NOT EXISTS moraine.schema_migrations ON CLUSTER moraine (version UInt32, name String, checksum String, applied_at DateTime64(3, 'UTC') DEFAULT now64(3)) ENGINE = ReplicatedMergeTree('/clickhouse/tables/{uuid}/all', '{shard}-{replica}') ORDER BY version;
 
 -- 001_canonical
 -- in moraine_local
@@ -29,7 +29,7 @@ CREATE TABLE IF NOT EXISTS moraine_local.sessions ON CLUSTER moraine
     mode         LowCardinality(String),
     version      UInt64
 )
-ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/moraine_local/sessions', '{replica}', version)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{uuid}/{shard}', '{replica}', version)
 ORDER BY session_key;
 -- in moraine
 CREATE TABLE IF NOT EXISTS moraine.sessions ON CLUSTER moraine AS moraine_local.sessions
@@ -54,7 +54,7 @@ CREATE TABLE IF NOT EXISTS moraine_local.turns ON CLUSTER moraine
     event_types         Array(String),
     version             UInt64
 )
-ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/moraine_local/turns', '{replica}', version)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{uuid}/{shard}', '{replica}', version)
 ORDER BY (session_key, ordinal);
 -- in moraine
 CREATE TABLE IF NOT EXISTS moraine.turns ON CLUSTER moraine AS moraine_local.turns
@@ -86,7 +86,7 @@ CREATE TABLE IF NOT EXISTS moraine_local.events ON CLUSTER moraine
     doc_len            UInt16,
     line_no            UInt32
 )
-ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/moraine_local/events', '{replica}')
+ENGINE = ReplicatedMergeTree('/clickhouse/tables/{uuid}/{shard}', '{replica}')
 ORDER BY (session_key, turn_ordinal, ordinal)
 SETTINGS index_granularity = 64, index_granularity_bytes = 32768,
          min_compress_block_size = 4096, max_compress_block_size = 32768;
@@ -146,7 +146,7 @@ CREATE TABLE IF NOT EXISTS moraine_local.postings ON CLUSTER moraine
     kind     UInt8,
     turn     UInt32 CODEC(Delta, LZ4)
 )
-ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/moraine_local/postings', '{replica}')
+ENGINE = ReplicatedMergeTree('/clickhouse/tables/{uuid}/{shard}', '{replica}')
 ORDER BY (term, sess, doc)
 SETTINGS index_granularity = 1024;
 -- in moraine
@@ -171,11 +171,11 @@ CREATE TABLE IF NOT EXISTS moraine_local.term_df ON CLUSTER moraine
     term  UInt64,
     df    Int64
 )
-ENGINE = ReplicatedSummingMergeTree('/clickhouse/tables/{shard}/moraine_local/term_df', '{replica}')
+ENGINE = ReplicatedSummingMergeTree('/clickhouse/tables/{uuid}/{shard}', '{replica}')
 ORDER BY term;
 -- in moraine
 CREATE TABLE IF NOT EXISTS moraine.term_df ON CLUSTER moraine AS moraine_local.term_df
-ENGINE = Distributed('moraine', 'moraine_local', 'term_df', cityHash64(term, df));
+ENGINE = Distributed('moraine', 'moraine_local', 'term_df', term);
 -- in moraine_local
 CREATE MATERIALIZED VIEW IF NOT EXISTS moraine_local.term_df_mv ON CLUSTER moraine TO moraine_local.term_df AS
 SELECT term, toInt64(count()) AS df
@@ -190,11 +190,11 @@ CREATE TABLE IF NOT EXISTS moraine_local.corpus_stats ON CLUSTER moraine
     docs       Int64,
     total_len  Int64
 )
-ENGINE = ReplicatedSummingMergeTree('/clickhouse/tables/{shard}/moraine_local/corpus_stats', '{replica}')
+ENGINE = ReplicatedSummingMergeTree('/clickhouse/tables/{uuid}/{shard}', '{replica}')
 ORDER BY k;
 -- in moraine
 CREATE TABLE IF NOT EXISTS moraine.corpus_stats ON CLUSTER moraine AS moraine_local.corpus_stats
-ENGINE = Distributed('moraine', 'moraine_local', 'corpus_stats', cityHash64(k, docs));
+ENGINE = Distributed('moraine', 'moraine_local', 'corpus_stats', k);
 -- in moraine_local
 CREATE MATERIALIZED VIEW IF NOT EXISTS moraine_local.corpus_stats_mv ON CLUSTER moraine TO moraine_local.corpus_stats AS
 SELECT
@@ -219,7 +219,7 @@ CREATE TABLE IF NOT EXISTS moraine_local.ingest_checkpoints ON CLUSTER moraine
     state        String CODEC(ZSTD(1)),
     version      UInt64
 )
-ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/moraine_local/ingest_checkpoints', '{replica}', version)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{uuid}/{shard}', '{replica}', version)
 ORDER BY file_key;
 -- in moraine
 CREATE TABLE IF NOT EXISTS moraine.ingest_checkpoints ON CLUSTER moraine AS moraine_local.ingest_checkpoints
@@ -245,7 +245,7 @@ CREATE TABLE IF NOT EXISTS moraine_local.search_query_log ON CLUSTER moraine
     met_sla        Bool,
     client         LowCardinality(String)
 )
-ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/moraine_local/search_query_log', '{replica}')
+ENGINE = ReplicatedMergeTree('/clickhouse/tables/{uuid}/{shard}', '{replica}')
 PARTITION BY toYYYYMM(ts)
 ORDER BY (ts, query_id)
 TTL toDateTime(ts) + INTERVAL 90 DAY;
@@ -262,7 +262,7 @@ CREATE TABLE IF NOT EXISTS moraine_local.search_hit_log ON CLUSTER moraine
     event_id   String,
     session_id String
 )
-ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/moraine_local/search_hit_log', '{replica}')
+ENGINE = ReplicatedMergeTree('/clickhouse/tables/{uuid}/{shard}', '{replica}')
 PARTITION BY toYYYYMM(ts)
 ORDER BY (ts, query_id, rank)
 TTL toDateTime(ts) + INTERVAL 90 DAY;
@@ -278,7 +278,7 @@ CREATE TABLE IF NOT EXISTS moraine.service_keys ON CLUSTER moraine
     key         String,
     created_at  DateTime64(3, 'UTC')
 )
-ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/all/moraine/service_keys', '{shard}-{replica}', created_at)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{uuid}/all', '{shard}-{replica}', created_at)
 ORDER BY name;
 -- in moraine
 INSERT INTO service_keys SELECT 'cursor', hex(randomString(32)), now64(3) WHERE (SELECT count() FROM service_keys WHERE name = 'cursor') = 0;
@@ -293,7 +293,7 @@ CREATE TABLE IF NOT EXISTS moraine_local.raw_chunks ON CLUSTER moraine
     data         String CODEC(ZSTD(3)),
     received_at  DateTime64(3, 'UTC')
 )
-ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/moraine_local/raw_chunks', '{replica}', received_at)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{uuid}/{shard}', '{replica}', received_at)
 ORDER BY (file_key, generation, offset);
 -- in moraine
 CREATE TABLE IF NOT EXISTS moraine.raw_chunks ON CLUSTER moraine AS moraine_local.raw_chunks
@@ -363,9 +363,9 @@ SELECT
     summary_truncated, raw, searchable, self_tool, doc_len, line_no, batch
 FROM event_ingest;
 -- in moraine_local
-ALTER TABLE moraine_local.term_df ON CLUSTER moraine MODIFY SETTING non_replicated_deduplication_window = 10000;
+ALTER TABLE moraine_local.term_df ON CLUSTER moraine MODIFY SETTING replicated_deduplication_window = 10000;
 -- in moraine_local
-ALTER TABLE moraine_local.corpus_stats ON CLUSTER moraine MODIFY SETTING non_replicated_deduplication_window = 10000;
+ALTER TABLE moraine_local.corpus_stats ON CLUSTER moraine MODIFY SETTING replicated_deduplication_window = 10000;
 
 -- 009_impact_tiers
 -- in moraine_local
@@ -383,7 +383,7 @@ CREATE TABLE IF NOT EXISTS moraine_local.postings_tiered ON CLUSTER moraine
         + multiIf(doc_len < 8, 0, doc_len < 16, 1, doc_len < 32, 2, doc_len < 64, 3, doc_len < 128, 4,
                   doc_len < 256, 5, doc_len < 512, 6, doc_len < 1024, 7, doc_len < 2048, 8, 9))
 )
-ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/moraine_local/postings_tiered', '{replica}')
+ENGINE = ReplicatedMergeTree('/clickhouse/tables/{uuid}/{shard}', '{replica}')
 ORDER BY (term, tier, sess, doc)
 SETTINGS index_granularity = 1024;
 -- in moraine
@@ -401,10 +401,10 @@ DROP VIEW IF EXISTS moraine_local.postings_mv ON CLUSTER moraine;
 -- only if: SELECT toUInt8(sorting_key = 'term, sess, doc') FROM system.tables WHERE database = currentDatabase() AND name = 'postings'
 -- in moraine_local
 RENAME TABLE moraine_local.postings TO moraine_local.postings_unordered, moraine_local.postings_tiered TO moraine_local.postings ON CLUSTER moraine;
--- only if: SELECT toUInt8(sorting_key = 'term, sess, doc') FROM system.tables WHERE database = currentDatabase() AND name = 'postings'
+-- (whether or not the condition above held)
 -- in moraine
 DROP TABLE IF EXISTS moraine.postings ON CLUSTER moraine SYNC;
--- only if: SELECT toUInt8(sorting_key = 'term, sess, doc') FROM system.tables WHERE database = currentDatabase() AND name = 'postings'
+-- (whether or not the condition above held)
 -- in moraine
 CREATE TABLE IF NOT EXISTS moraine.postings ON CLUSTER moraine AS moraine_local.postings
 ENGINE = Distributed('moraine', 'moraine_local', 'postings', sess);

@@ -287,17 +287,27 @@ impl Db {
     }
 
     /// `DELETE FROM table WHERE condition`. On a cluster it runs on the shards' own tables (a
-    /// `Distributed` table cannot delete), on every replica, each deleting from its own copy: so
-    /// `condition` names its rows by value, never by a subquery that a replica behind on
-    /// replication would answer differently.
+    /// `Distributed` table cannot delete), on every server, each evaluating `condition`
+    /// against its own replica: a condition with a subquery must not be sent to a cluster
+    /// (see [`Db::on_cluster`]), since a replica behind on replication would answer it
+    /// differently.
     pub fn delete(&self, name: &'static str, table: &str, condition: &str) -> Query {
         match &self.cluster {
             None => self.write(name, &format!("DELETE FROM {table} WHERE {condition}")),
             Some(cluster) => self
                 .write(name, &cluster.delete(table, condition))
-                // Lightweight deletes wait for every replica of the shard.
-                .setting("lightweight_deletes_sync", "2"),
+                // Every server runs the delete (a lightweight delete is not among the ON
+                // CLUSTER statements run once per shard): each waits for its own replica, and a
+                // server that is down runs it from the queue when it is back instead of
+                // failing the write.
+                .setting("lightweight_deletes_sync", "1")
+                .setting("distributed_ddl_output_mode", "throw_only_active"),
         }
+    }
+
+    /// Whether the schema lives on a cluster.
+    pub fn on_cluster(&self) -> bool {
+        self.cluster.is_some()
     }
 
     /// The handle for a writer that reads what it wrote (checkpoints, stored events): on a
@@ -306,7 +316,13 @@ impl Db {
     pub fn for_writes(&self) -> Self {
         let mut db = self.clone();
         if self.cluster.is_some() {
-            db.client = db.client.clone().with_setting("load_balancing", "in_order");
+            db.client = db
+                .client
+                .clone()
+                .with_setting("load_balancing", "in_order")
+                // Also for the shard of the server it is connected to, which would otherwise
+                // be read locally, whichever replica the writes went to.
+                .with_setting("prefer_localhost_replica", "0");
         }
         db
     }

@@ -463,8 +463,6 @@ impl Metrics {
         self.inner.search_reads.with_label_values(&[path]).inc();
     }
 
-    /// Searches so far that read the postings by each of `paths` (each exported from now on,
-    /// at 0 until one is counted).
     /// A global search that read `read` of its terms' `all` postings.
     pub fn observe_search_postings(&self, path: &str, read: u64, all: u64) {
         let postings = &self.inner.search_postings;
@@ -472,7 +470,8 @@ impl Metrics {
         postings.with_label_values(&[path, "of_terms"]).inc_by(all);
     }
 
-    /// Per path: the postings global searches read, and their terms' postings.
+    /// Per path: the postings global searches read, and their terms' postings (each exported
+    /// from now on, at 0 until one is counted).
     pub fn search_postings(&self, paths: &[&str]) -> Vec<(String, u64, u64)> {
         let postings = &self.inner.search_postings;
         paths
@@ -485,6 +484,8 @@ impl Metrics {
             .collect()
     }
 
+    /// Searches so far that read the postings by each of `paths` (each exported from now on,
+    /// at 0 until one is counted).
     pub fn search_reads(&self, paths: &[&str]) -> Vec<(String, u64)> {
         paths
             .iter()

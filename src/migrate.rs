@@ -120,7 +120,7 @@ pub async fn migrate_to(
             }
         }
     }
-    for (target, sql) in plan.statements(CREATE_MIGRATIONS_TABLE)? {
+    for (target, sql, _) in plan.statements(CREATE_MIGRATIONS_TABLE)? {
         target
             .write("migrate_table", &sql)
             .execute(target, deadline)
@@ -157,17 +157,21 @@ pub async fn migrate_to(
             continue;
         }
         for statement in statements(migration.sql) {
-            if let Some(condition) = &statement.only_if {
-                let checked = plan.conditions();
-                let holds: Option<u8> = checked
-                    .read("migrate_condition", condition)
-                    .fetch_optional(checked, checked.default_deadline())
-                    .await?;
-                if holds != Some(1) {
+            let holds = match &statement.only_if {
+                None => true,
+                Some(condition) => {
+                    let checked = plan.conditions();
+                    let holds: Option<u8> = checked
+                        .read("migrate_condition", condition)
+                        .fetch_optional(checked, checked.default_deadline())
+                        .await?;
+                    holds == Some(1)
+                }
+            };
+            for (target, sql, conditional) in plan.statements(&statement.sql)? {
+                if conditional && !holds {
                     continue;
                 }
-            }
-            for (target, sql) in plan.statements(&statement.sql)? {
                 // A migration may copy a table: the query timeout meant for tool calls is far
                 // too short for that on a large index.
                 target
@@ -212,9 +216,10 @@ impl<'a> Plan<'a> {
         Self { db, cluster }
     }
 
-    fn statements(&self, sql: &str) -> Result<Vec<(&Db, String)>, MigrateError> {
+    /// Each statement to run, where, and whether only when its condition holds.
+    fn statements(&self, sql: &str) -> Result<Vec<(&Db, String, bool)>, MigrateError> {
         let Some((cluster, local)) = &self.cluster else {
-            return Ok(vec![(self.db, sql.to_owned())]);
+            return Ok(vec![(self.db, sql.to_owned(), true)]);
         };
         Ok(cluster
             .rewrite(sql)?
@@ -224,7 +229,7 @@ impl<'a> Plan<'a> {
                     cluster::Target::Local => local,
                     cluster::Target::Service => self.db,
                 };
-                (target, statement.sql)
+                (target, statement.sql, statement.conditional)
             })
             .collect())
     }
@@ -269,8 +274,12 @@ pub fn script(config: &ClickHouseConfig) -> Result<String, MigrateError> {
         if let Some(name) = name {
             out.push_str(&format!("\n-- {name}\n"));
         }
-        if let Some(condition) = condition {
-            out.push_str(&format!("{ONLY_IF} {condition}\n"));
+        match condition {
+            Some(condition) if statement.conditional => {
+                out.push_str(&format!("{ONLY_IF} {condition}\n"));
+            }
+            Some(_) => out.push_str("-- (whether or not the condition above held)\n"),
+            None => {}
         }
         let database = match statement.target {
             cluster::Target::Local => &cluster.local,

@@ -120,6 +120,7 @@ impl Tools {
             &outcomes,
         );
         db.metrics().search_reads(&search::READ_PATHS);
+        db.metrics().search_postings(&search::READ_PATHS);
         Self {
             ctx: Context::new(db, config, query_log),
             catalog: Catalog::new(),

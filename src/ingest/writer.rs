@@ -179,16 +179,30 @@ pub(crate) async fn retract(db: &Db, retraction: &Retraction) -> Result<(), DbEr
     if let Some(doomed) = Doomed::find(db, session_key, after_line).await? {
         doomed.subtract(db, session_key, after_line).await?;
     }
-    let docs: Vec<u64> = db
-        .read(
-            "retract_docs",
-            "SELECT event_key FROM events WHERE session_key = {s:UInt64} AND line_no > {l:UInt32}",
+    if db.on_cluster() {
+        let docs: Vec<u64> = db
+            .read(
+                "retract_docs",
+                "SELECT event_key FROM events WHERE session_key = {s:UInt64} AND line_no > {l:UInt32}",
+            )
+            .param("s", session_key)
+            .param("l", after_line)
+            .fetch_all(db, db.default_deadline())
+            .await?;
+        delete_postings(db, "retract_postings", Some(session_key), &docs).await?;
+    } else {
+        // One statement, whose subquery sees exactly what this server stores.
+        db.delete(
+            "retract_postings",
+            "postings",
+            "sess = {s:UInt64} AND doc IN \
+             (SELECT event_key FROM events WHERE session_key = {s:UInt64} AND line_no > {l:UInt32})",
         )
         .param("s", session_key)
         .param("l", after_line)
-        .fetch_all(db, db.default_deadline())
+        .execute(db, db.default_deadline())
         .await?;
-    delete_postings(db, "retract_postings", Some(session_key), &docs).await?;
+    }
     let statements: &[(&'static str, &str, &str)] = &[
         (
             "retract_events",
@@ -233,8 +247,8 @@ pub(crate) async fn retract(db: &Db, retraction: &Retraction) -> Result<(), DbEr
 /// How many documents' postings one statement deletes: their keys travel in the request.
 const DOCS_PER_DELETE: usize = 10_000;
 
-/// Deletes the postings of `docs` (all of session `session`, if given). The documents are
-/// named by value, not by a subquery over events (see [`Db::delete`]).
+/// Deletes the postings of `docs` (all of session `session`, if given), on a cluster: the
+/// documents are named by value, not by a subquery over events (see [`Db::delete`]).
 async fn delete_postings(
     db: &Db,
     name: &'static str,
@@ -382,7 +396,17 @@ pub async fn repair_statistics(db: &Db) -> Result<bool, DbError> {
             documents = orphans.len(),
             "dropping postings of events that were not stored"
         );
-        delete_postings(db, "statistics_orphans", None, &orphans).await?;
+        if db.on_cluster() {
+            delete_postings(db, "statistics_orphans", None, &orphans).await?;
+        } else {
+            db.delete(
+                "statistics_orphans",
+                "postings",
+                "doc NOT IN (SELECT event_key FROM events)",
+            )
+            .execute(db, deadline)
+            .await?;
+        }
     }
     let orphans = !orphans.is_empty();
     let counted: Option<(i64, i64)> = db

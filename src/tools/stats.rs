@@ -97,6 +97,9 @@ impl Statistics {
         let rows: Vec<StatRow> = db
             .read("search_stats", sql)
             .param("terms", &missing)
+            // On a cluster every shard counts every term (for its own documents): a filter on
+            // `term` must not narrow the read to the shard the sharding key names.
+            .setting("optimize_skip_unused_shards", "0")
             .fetch_all(db, deadline)
             .await?;
         let mut cache = self.cache.lock().expect("statistics lock");
