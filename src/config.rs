@@ -772,6 +772,12 @@ impl AuthConfig {
     }
 }
 
+/// Whether `name` is made of letters, digits and `_` only: what may be spliced into SQL as a
+/// database, cluster or table name, where no query parameter can go.
+pub(crate) fn plain_name(name: &str) -> bool {
+    name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
 impl ClickHouseConfig {
     fn validate(&self) -> Result<(), ConfigError> {
         if !is_http_url(&self.url) {
@@ -780,22 +786,13 @@ impl ClickHouseConfig {
                 "must be an http:// or https:// URL",
             ));
         }
-        if self.database.is_empty()
-            || !self
-                .database
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_')
-        {
+        if self.database.is_empty() || !plain_name(&self.database) {
             return Err(ConfigError::invalid(
                 "clickhouse.database",
                 "must be a non-empty name of letters, digits and _",
             ));
         }
-        if !self
-            .cluster
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_')
-        {
+        if !plain_name(&self.cluster) {
             return Err(ConfigError::invalid(
                 "clickhouse.cluster",
                 "must be empty (one node) or a name of letters, digits and _",

@@ -368,8 +368,7 @@ fn span(sql: &str, at: usize) -> Option<(usize, usize)> {
 
 /// `word` if it is a plain identifier (letters, digits and `_`).
 fn identifier(word: &str) -> Option<&str> {
-    (!word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
-        .then_some(word)
+    (!word.is_empty() && crate::config::plain_name(word)).then_some(word)
 }
 
 #[cfg(test)]
