@@ -151,6 +151,14 @@ pub async fn write_batch(db: &Db, mut batch: Batch, version: u64) -> Result<(), 
     .await
 }
 
+/// The events a retraction removes (a session's from line `l` on), as a subquery's text: the
+/// postings it removes and the counts it subtracts are those of these documents.
+macro_rules! doomed_events {
+    () => {
+        "SELECT event_key FROM events WHERE session_key = {s:UInt64} AND line_no > {l:UInt32}"
+    };
+}
+
 /// Removes a session's rows from lines after `after_line`, keeping the index statistics exact:
 /// the documents' term and length counts are subtracted before their postings go.
 ///
@@ -181,10 +189,7 @@ pub(crate) async fn retract(db: &Db, retraction: &Retraction) -> Result<(), DbEr
     }
     if db.on_cluster() {
         let docs: Vec<u64> = db
-            .read(
-                "retract_docs",
-                "SELECT event_key FROM events WHERE session_key = {s:UInt64} AND line_no > {l:UInt32}",
-            )
+            .read("retract_docs", doomed_events!())
             .param("s", session_key)
             .param("l", after_line)
             .fetch_all(db, db.default_deadline())
@@ -195,8 +200,7 @@ pub(crate) async fn retract(db: &Db, retraction: &Retraction) -> Result<(), DbEr
         db.delete(
             "retract_postings",
             "postings",
-            "sess = {s:UInt64} AND doc IN \
-             (SELECT event_key FROM events WHERE session_key = {s:UInt64} AND line_no > {l:UInt32})",
+            concat!("sess = {s:UInt64} AND doc IN (", doomed_events!(), ")"),
         )
         .param("s", session_key)
         .param("l", after_line)
@@ -323,9 +327,12 @@ impl Doomed {
         let mut terms: Vec<TermDfRow> = db
             .read(
                 "retract_term_df",
-                "SELECT term, toInt64(count()) AS df FROM postings WHERE sess = {s:UInt64} AND doc IN \
-                 (SELECT event_key FROM events WHERE session_key = {s:UInt64} AND line_no > {l:UInt32}) \
-                 GROUP BY term ORDER BY term",
+                concat!(
+                    "SELECT term, toInt64(count()) AS df FROM postings WHERE sess = {s:UInt64} \
+                     AND doc IN (",
+                    doomed_events!(),
+                    ") GROUP BY term ORDER BY term"
+                ),
             )
             .param("s", session_key)
             .param("l", after_line)
