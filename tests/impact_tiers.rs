@@ -181,20 +181,28 @@ async fn compare(tiered: &TestServer, exhaustive: &TestServer) {
     }
 }
 
+/// The service's `/metrics` text.
+async fn metrics(server: &TestServer) -> String {
+    common::send("GET", &format!("{}/metrics", server.base), &[], "")
+        .await
+        .body
+}
+
+/// The sum of counter `name` over its series carrying every one of `labels` (`key="value"`).
+fn counter(metrics: &str, name: &str, labels: &[&str]) -> u64 {
+    metrics
+        .lines()
+        .filter(|l| l.starts_with(name) && labels.iter().all(|label| l.contains(label)))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum()
+}
+
 /// The searches the tiered service answered by each path: one tier read, two tier reads, and
 /// every posting (after tiers, or at once).
-async fn paths(server: &TestServer) -> (u64, u64, u64) {
-    let metrics = common::send("GET", &format!("{}/metrics", server.base), &[], "").await;
-    let count = |path: &str| -> u64 {
-        metrics
-            .body
-            .lines()
-            .find(|l| {
-                l.starts_with("moraine_mcp_search_reads_total")
-                    && l.contains(&format!("path=\"{path}\""))
-            })
-            .and_then(|l| l.rsplit(' ').next())
-            .map_or(0, |v| v.parse().unwrap())
+fn paths(metrics: &str) -> (u64, u64, u64) {
+    let count = |path: &str| {
+        let label = format!("path=\"{path}\"");
+        counter(metrics, "moraine_mcp_search_reads_total", &[&label])
     };
     (
         count("one_tier_read"),
@@ -204,19 +212,15 @@ async fn paths(server: &TestServer) -> (u64, u64, u64) {
 }
 
 /// The postings the tiered service's reads by `path` read, and their terms' postings.
-async fn tier_postings(server: &TestServer, path: &str) -> (u64, u64) {
-    let metrics = common::send("GET", &format!("{}/metrics", server.base), &[], "").await;
-    let sum = |postings: &str| -> u64 {
-        metrics
-            .body
-            .lines()
-            .filter(|l| {
-                l.starts_with("moraine_mcp_search_postings_total")
-                    && l.contains(&format!("postings=\"{postings}\""))
-                    && l.contains(&format!("path=\"{path}\""))
-            })
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
-            .sum()
+fn tier_postings(metrics: &str, path: &str) -> (u64, u64) {
+    let path = format!("path=\"{path}\"");
+    let sum = |postings: &str| {
+        let label = format!("postings=\"{postings}\"");
+        counter(
+            metrics,
+            "moraine_mcp_search_postings_total",
+            &[&path, &label],
+        )
     };
     (sum("read"), sum("of_terms"))
 }
@@ -234,7 +238,8 @@ async fn tier_reads_give_exactly_the_hits_and_scores_of_reading_every_posting() 
         let tiered = service(settings.clone(), true).await;
         let exhaustive = service(settings.clone(), false).await;
         compare(&tiered, &exhaustive).await;
-        let (one, two, all) = paths(&tiered).await;
+        let scraped = metrics(&tiered).await;
+        let (one, two, all) = paths(&scraped);
         let mut postings = (0, 0);
         for path in [
             "one_tier_read",
@@ -242,7 +247,7 @@ async fn tier_reads_give_exactly_the_hits_and_scores_of_reading_every_posting() 
             "tiers_then_all_postings",
             "all_postings",
         ] {
-            let (read, of_terms) = tier_postings(&tiered, path).await;
+            let (read, of_terms) = tier_postings(&scraped, path);
             eprintln!("corpus {seed}: {path}: read {read} of their terms' {of_terms} postings");
             postings = (postings.0 + read, postings.1 + of_terms);
             if path.ends_with("tier_read") || path.ends_with("tier_reads") {
@@ -392,7 +397,7 @@ async fn tier_bounds_hold_for_every_bm25_setting() {
         let tiered = service(settings.clone(), true).await;
         let exhaustive = service(settings, false).await;
         compare(&tiered, &exhaustive).await;
-        let (one, two, _) = paths(&tiered).await;
+        let (one, two, _) = paths(&metrics(&tiered).await);
         one_read += one;
         two_reads += two;
         tiered.stop().await;
