@@ -389,6 +389,13 @@ mod tests {
             .collect()
     }
 
+    /// Where the first statement beginning with `prefix` is.
+    fn first(all: &[ClusterStatement], prefix: &str) -> usize {
+        all.iter()
+            .position(|s| s.sql.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no statement begins with {prefix}"))
+    }
+
     #[test]
     fn test_every_table_a_migration_creates_has_a_placement() {
         for migration in MIGRATIONS {
@@ -432,24 +439,15 @@ mod tests {
             && s.sql
                 == "CREATE TABLE IF NOT EXISTS moraine.events ON CLUSTER moraine AS moraine_local.events\n\
                     ENGINE = Distributed('moraine', 'moraine_local', 'events', session_key)"));
-        let sessions = all
-            .iter()
-            .find(|s| {
-                s.sql
-                    .starts_with("CREATE TABLE IF NOT EXISTS moraine_local.sessions ")
-            })
-            .unwrap();
+        let sessions = &all[first(&all, "CREATE TABLE IF NOT EXISTS moraine_local.sessions ")];
         assert!(sessions.sql.contains(
                         "ReplicatedReplacingMergeTree('/clickhouse/tables/{uuid}/{shard}', '{replica}', version)"
         ));
         // The write path stores nothing, so it is not replicated.
-        let ingest = all
-            .iter()
-            .find(|s| {
-                s.sql
-                    .starts_with("CREATE TABLE IF NOT EXISTS moraine_local.event_ingest ")
-            })
-            .unwrap();
+        let ingest = &all[first(
+            &all,
+            "CREATE TABLE IF NOT EXISTS moraine_local.event_ingest ",
+        )];
         assert!(ingest.sql.contains("ENGINE = Null"));
     }
 
@@ -472,13 +470,7 @@ mod tests {
     #[test]
     fn test_tables_on_every_node_are_not_sharded() {
         let all = rewritten();
-        let keys = all
-            .iter()
-            .find(|s| {
-                s.sql
-                    .starts_with("CREATE TABLE IF NOT EXISTS moraine.service_keys ")
-            })
-            .unwrap();
+        let keys = &all[first(&all, "CREATE TABLE IF NOT EXISTS moraine.service_keys ")];
         assert_eq!(keys.target, Target::Service);
         assert!(keys.sql.contains(
                         "ReplicatedReplacingMergeTree('/clickhouse/tables/{uuid}/all', '{shard}-{replica}', created_at)"
@@ -491,13 +483,10 @@ mod tests {
         let all = rewritten();
         // 008 adds `batch` to events: the shard tables change, then the Distributed table is
         // made again over them.
-        let at = all
-            .iter()
-            .position(|s| {
-                s.sql
-                    .starts_with("ALTER TABLE moraine_local.events ON CLUSTER moraine ADD COLUMN")
-            })
-            .unwrap();
+        let at = first(
+            &all,
+            "ALTER TABLE moraine_local.events ON CLUSTER moraine ADD COLUMN",
+        );
         assert_eq!(
             all[at + 1].sql,
             "DROP TABLE IF EXISTS moraine.events ON CLUSTER moraine SYNC"
@@ -508,10 +497,7 @@ mod tests {
                 .starts_with("CREATE TABLE IF NOT EXISTS moraine.events ")
         );
         // 009 renames the re-keyed index into place: its Distributed table follows.
-        let at = all
-            .iter()
-            .position(|s| s.sql.starts_with("RENAME TABLE"))
-            .unwrap();
+        let at = first(&all, "RENAME TABLE");
         assert_eq!(
             all[at].sql,
             "RENAME TABLE moraine_local.postings TO moraine_local.postings_unordered, \
