@@ -1,4 +1,4 @@
--- moraine-mcp schema version 9, on cluster moraine: Distributed tables in database moraine, the shards' replicated tables in moraine_local.
+-- moraine-mcp schema version 10, on cluster moraine: Distributed tables in database moraine, the shards' replicated tables in moraine_local.
 -- Each statement is preceded by the database it runs in, and by the condition it runs under, if any.
 
 CREATE DATABASE IF NOT EXISTS moraine ON CLUSTER moraine;
@@ -430,3 +430,117 @@ WHERE searchable;
 -- in moraine_local
 SELECT throwIf(sorting_key != 'term, tier, sess, doc', 'postings was not re-keyed') FROM system.tables
 WHERE database = currentDatabase() AND name = 'postings';
+
+-- 010_point_lookups
+-- in moraine_local
+CREATE TABLE IF NOT EXISTS moraine_local.turns_fine ON CLUSTER moraine
+(
+    session_key         UInt64,
+    ordinal             UInt32,
+    completed           Bool,
+    terminal_event_key  UInt64,
+    event_count         UInt32,
+    started_at          DateTime64(3, 'UTC'),
+    updated_at          DateTime64(3, 'UTC'),
+    user_event_key      UInt64,
+    user_preview        String,
+    user_truncated      Bool,
+    final_event_key     UInt64,
+    final_preview       String,
+    final_truncated     Bool,
+    tools_called        Array(String),
+    event_types         Array(String),
+    version             UInt64
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{uuid}/{shard}', '{replica}', version)
+ORDER BY (session_key, ordinal)
+SETTINGS index_granularity = 128, index_granularity_bytes = 65536,
+         min_compress_block_size = 4096, max_compress_block_size = 65536;
+-- in moraine
+CREATE TABLE IF NOT EXISTS moraine.turns_fine ON CLUSTER moraine AS moraine_local.turns_fine
+ENGINE = Distributed('moraine', 'moraine_local', 'turns_fine', session_key);
+-- only if: SELECT toUInt8(engine_full NOT LIKE '%index_granularity = 128,%') FROM system.tables WHERE database = currentDatabase() AND name = 'turns'
+-- in moraine_local
+TRUNCATE TABLE moraine_local.turns_fine ON CLUSTER moraine;
+-- only if: SELECT toUInt8(engine_full NOT LIKE '%index_granularity = 128,%') FROM system.tables WHERE database = currentDatabase() AND name = 'turns'
+-- in moraine
+INSERT INTO turns_fine (session_key, ordinal, completed, terminal_event_key, event_count, started_at, updated_at,
+                        user_event_key, user_preview, user_truncated, final_event_key, final_preview,
+                        final_truncated, tools_called, event_types, version)
+SELECT session_key, ordinal, completed, terminal_event_key, event_count, started_at, updated_at,
+       user_event_key, user_preview, user_truncated, final_event_key, final_preview,
+       final_truncated, tools_called, event_types, version
+FROM turns;
+-- only if: SELECT toUInt8(engine_full NOT LIKE '%index_granularity = 128,%') FROM system.tables WHERE database = currentDatabase() AND name = 'turns'
+-- in moraine_local
+RENAME TABLE moraine_local.turns TO moraine_local.turns_coarse, moraine_local.turns_fine TO moraine_local.turns ON CLUSTER moraine;
+-- (whether or not the condition above held)
+-- in moraine
+DROP TABLE IF EXISTS moraine.turns ON CLUSTER moraine SYNC;
+-- (whether or not the condition above held)
+-- in moraine
+CREATE TABLE IF NOT EXISTS moraine.turns ON CLUSTER moraine AS moraine_local.turns
+ENGINE = Distributed('moraine', 'moraine_local', 'turns', session_key);
+-- in moraine_local
+DROP TABLE IF EXISTS moraine_local.turns_coarse ON CLUSTER moraine SYNC;
+-- in moraine
+DROP TABLE IF EXISTS moraine.turns_fine ON CLUSTER moraine SYNC;
+-- in moraine_local
+DROP TABLE IF EXISTS moraine_local.turns_fine ON CLUSTER moraine SYNC;
+-- in moraine_local
+CREATE TABLE IF NOT EXISTS moraine_local.sessions_fine ON CLUSTER moraine
+(
+    session_key  UInt64,
+    harness      LowCardinality(String),
+    source       LowCardinality(String),
+    native_id    String,
+    title        String,
+    slug         String,
+    summary      String,
+    cwd          String,
+    model        LowCardinality(String),
+    started_at   DateTime64(3, 'UTC'),
+    updated_at   DateTime64(3, 'UTC'),
+    turn_count   UInt32,
+    event_count  UInt32,
+    completed    Bool,
+    mode         LowCardinality(String),
+    version      UInt64
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{uuid}/{shard}', '{replica}', version)
+ORDER BY session_key
+SETTINGS index_granularity = 128, index_granularity_bytes = 65536,
+         min_compress_block_size = 4096, max_compress_block_size = 65536;
+-- in moraine
+CREATE TABLE IF NOT EXISTS moraine.sessions_fine ON CLUSTER moraine AS moraine_local.sessions_fine
+ENGINE = Distributed('moraine', 'moraine_local', 'sessions_fine', session_key);
+-- only if: SELECT toUInt8(engine_full NOT LIKE '%index_granularity = 128,%') FROM system.tables WHERE database = currentDatabase() AND name = 'sessions'
+-- in moraine_local
+TRUNCATE TABLE moraine_local.sessions_fine ON CLUSTER moraine;
+-- only if: SELECT toUInt8(engine_full NOT LIKE '%index_granularity = 128,%') FROM system.tables WHERE database = currentDatabase() AND name = 'sessions'
+-- in moraine
+INSERT INTO sessions_fine (session_key, harness, source, native_id, title, slug, summary, cwd, model, started_at,
+                           updated_at, turn_count, event_count, completed, mode, version)
+SELECT session_key, harness, source, native_id, title, slug, summary, cwd, model, started_at,
+       updated_at, turn_count, event_count, completed, mode, version
+FROM sessions;
+-- only if: SELECT toUInt8(engine_full NOT LIKE '%index_granularity = 128,%') FROM system.tables WHERE database = currentDatabase() AND name = 'sessions'
+-- in moraine_local
+RENAME TABLE moraine_local.sessions TO moraine_local.sessions_coarse, moraine_local.sessions_fine TO moraine_local.sessions ON CLUSTER moraine;
+-- (whether or not the condition above held)
+-- in moraine
+DROP TABLE IF EXISTS moraine.sessions ON CLUSTER moraine SYNC;
+-- (whether or not the condition above held)
+-- in moraine
+CREATE TABLE IF NOT EXISTS moraine.sessions ON CLUSTER moraine AS moraine_local.sessions
+ENGINE = Distributed('moraine', 'moraine_local', 'sessions', session_key);
+-- in moraine_local
+DROP TABLE IF EXISTS moraine_local.sessions_coarse ON CLUSTER moraine SYNC;
+-- in moraine
+DROP TABLE IF EXISTS moraine.sessions_fine ON CLUSTER moraine SYNC;
+-- in moraine_local
+DROP TABLE IF EXISTS moraine_local.sessions_fine ON CLUSTER moraine SYNC;
+-- in moraine_local
+SELECT throwIf(count() != 2, 'turns and sessions were not re-created') FROM system.tables
+WHERE database = currentDatabase() AND name IN ('turns', 'sessions')
+  AND engine_full LIKE '%index_granularity = 128,%';

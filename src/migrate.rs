@@ -42,6 +42,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(7, "007_archive_codec"),
     migration!(8, "008_write_once"),
     migration!(9, "009_impact_tiers"),
+    migration!(10, "010_point_lookups"),
 ];
 
 /// The longest one migration statement may run.

@@ -68,6 +68,103 @@ async fn migrations_apply_twice_with_the_same_result_and_refuse_edits() {
     );
 }
 
+/// Rows and a hash of every column of every row of `table` (FINAL left out: a row copied twice
+/// would count twice).
+async fn table_hash(db: &Db, table: &str) -> (u64, u64) {
+    db.read(
+        "t",
+        "SELECT count(), sum(cityHash64(*)) FROM {t:Identifier}",
+    )
+    .param("t", table)
+    .fetch_optional(db, db.default_deadline())
+    .await
+    .unwrap()
+    .unwrap()
+}
+
+async fn has_small_granules(db: &Db, table: &str) -> bool {
+    let engine: String = db
+        .read(
+            "t",
+            "SELECT engine_full FROM system.tables WHERE database = currentDatabase() AND name = {t:String}",
+        )
+        .param("t", table)
+        .fetch_optional(db, db.default_deadline())
+        .await
+        .unwrap()
+        .unwrap();
+    engine.contains("index_granularity = 128,")
+}
+
+#[tokio::test]
+async fn turns_and_sessions_of_the_previous_schema_get_small_granules_and_keep_every_row() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("granules-{}", uuid::Uuid::new_v4().simple()));
+    let settings = config_for(&common::shared_engine_url());
+    let db = Db::new(&settings.clickhouse, Metrics::new(&settings.sla));
+    db.wait_until_ready(Duration::from_secs(30)).await.unwrap();
+    migrate::migrate_to(&settings.clickhouse, &db, 9)
+        .await
+        .unwrap();
+    assert!(!has_small_granules(&db, "turns").await);
+    common::write_sessions(&dir, 7, 12, 6, "granule");
+    common::ingest_paths(&settings, &db, &dir).await;
+    let before = common::snapshot(&db).await;
+    let hashes = (
+        table_hash(&db, "turns").await,
+        table_hash(&db, "sessions").await,
+    );
+    // A run cut off after copying some rows: the copy starts again from an empty table.
+    let sql = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sql/010_point_lookups.sql"),
+    )
+    .unwrap();
+    let from = sql.find("CREATE TABLE IF NOT EXISTS turns_fine").unwrap();
+    let create = &sql[from..from + sql[from..].find(';').unwrap()];
+    db.write("t", create)
+        .execute(&db, db.default_deadline())
+        .await
+        .unwrap();
+    db.write("t", "INSERT INTO turns_fine SELECT * FROM turns LIMIT 3")
+        .execute(&db, db.default_deadline())
+        .await
+        .unwrap();
+
+    migrate::migrate(&settings.clickhouse, &db).await.unwrap();
+    assert!(has_small_granules(&db, "turns").await);
+    assert!(has_small_granules(&db, "sessions").await);
+    let after = (
+        table_hash(&db, "turns").await,
+        table_hash(&db, "sessions").await,
+    );
+    assert_eq!(after, hashes, "every column of every row, once");
+    common::snapshot(&db).await.assert_same_as(&before);
+    // Cut off before its record: it runs again and changes nothing.
+    db.write(
+        "t",
+        "ALTER TABLE schema_migrations DELETE WHERE version = 10 SETTINGS mutations_sync = 2",
+    )
+    .execute(&db, db.default_deadline())
+    .await
+    .unwrap();
+    migrate::migrate(&settings.clickhouse, &db).await.unwrap();
+    let again = (
+        table_hash(&db, "turns").await,
+        table_hash(&db, "sessions").await,
+    );
+    assert_eq!(again, hashes);
+
+    // New logs land in the new tables as in a new database.
+    common::write_sessions(&dir, 8, 5, 4, "granule");
+    common::ingest_paths(&settings, &db, &dir).await;
+    let (fresh_settings, fresh) = fresh_db().await;
+    common::ingest_paths(&fresh_settings, &fresh, &dir).await;
+    common::snapshot(&db)
+        .await
+        .assert_same_as(&common::snapshot(&fresh).await);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 #[tokio::test]
 async fn initialize_and_tools_list_in_both_protocol_styles() {
     let (config, db) = fresh_db().await;

@@ -25,7 +25,9 @@ pub enum Placement {
 pub fn placement(table: &str) -> Option<Placement> {
     use Placement::{Everywhere, Sharded};
     Some(match table {
-        "sessions" | "turns" | "events" | "event_ingest" => Sharded("session_key"),
+        "sessions" | "turns" | "events" | "event_ingest" | "sessions_fine" | "turns_fine" => {
+            Sharded("session_key")
+        }
         "postings" | "postings_tiered" => Sharded("sess"),
         // Filled on each shard by its index views, for the shard's own documents, so a term's
         // counts are on every shard: the statistics read turns shard pruning off. The key
