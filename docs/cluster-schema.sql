@@ -481,10 +481,23 @@ DROP TABLE IF EXISTS moraine.turns ON CLUSTER moraine SYNC;
 -- in moraine
 CREATE TABLE IF NOT EXISTS moraine.turns ON CLUSTER moraine AS moraine_local.turns
 ENGINE = Distributed('moraine', 'moraine_local', 'turns', session_key);
+-- only if: SELECT toUInt8(countIf(name = 'turns') = 0 AND countIf(name = 'turns_fine') = 1) FROM system.tables WHERE database = currentDatabase()
+-- in moraine_local
+RENAME TABLE moraine_local.turns_fine TO moraine_local.turns ON CLUSTER moraine;
+-- (whether or not the condition above held)
+-- in moraine
+DROP TABLE IF EXISTS moraine.turns ON CLUSTER moraine SYNC;
+-- (whether or not the condition above held)
+-- in moraine
+CREATE TABLE IF NOT EXISTS moraine.turns ON CLUSTER moraine AS moraine_local.turns
+ENGINE = Distributed('moraine', 'moraine_local', 'turns', session_key);
+-- only if: SELECT toUInt8(count() = 1) FROM system.tables WHERE database = currentDatabase() AND name = 'turns' AND engine_full LIKE '%index_granularity = 128,%'
 -- in moraine_local
 DROP TABLE IF EXISTS moraine_local.turns_coarse ON CLUSTER moraine SYNC;
+-- only if: SELECT toUInt8(count() = 1) FROM system.tables WHERE database = currentDatabase() AND name = 'turns' AND engine_full LIKE '%index_granularity = 128,%'
 -- in moraine
 DROP TABLE IF EXISTS moraine.turns_fine ON CLUSTER moraine SYNC;
+-- only if: SELECT toUInt8(count() = 1) FROM system.tables WHERE database = currentDatabase() AND name = 'turns' AND engine_full LIKE '%index_granularity = 128,%'
 -- in moraine_local
 DROP TABLE IF EXISTS moraine_local.turns_fine ON CLUSTER moraine SYNC;
 -- in moraine_local
@@ -534,10 +547,23 @@ DROP TABLE IF EXISTS moraine.sessions ON CLUSTER moraine SYNC;
 -- in moraine
 CREATE TABLE IF NOT EXISTS moraine.sessions ON CLUSTER moraine AS moraine_local.sessions
 ENGINE = Distributed('moraine', 'moraine_local', 'sessions', session_key);
+-- only if: SELECT toUInt8(countIf(name = 'sessions') = 0 AND countIf(name = 'sessions_fine') = 1) FROM system.tables WHERE database = currentDatabase()
+-- in moraine_local
+RENAME TABLE moraine_local.sessions_fine TO moraine_local.sessions ON CLUSTER moraine;
+-- (whether or not the condition above held)
+-- in moraine
+DROP TABLE IF EXISTS moraine.sessions ON CLUSTER moraine SYNC;
+-- (whether or not the condition above held)
+-- in moraine
+CREATE TABLE IF NOT EXISTS moraine.sessions ON CLUSTER moraine AS moraine_local.sessions
+ENGINE = Distributed('moraine', 'moraine_local', 'sessions', session_key);
+-- only if: SELECT toUInt8(count() = 1) FROM system.tables WHERE database = currentDatabase() AND name = 'sessions' AND engine_full LIKE '%index_granularity = 128,%'
 -- in moraine_local
 DROP TABLE IF EXISTS moraine_local.sessions_coarse ON CLUSTER moraine SYNC;
+-- only if: SELECT toUInt8(count() = 1) FROM system.tables WHERE database = currentDatabase() AND name = 'sessions' AND engine_full LIKE '%index_granularity = 128,%'
 -- in moraine
 DROP TABLE IF EXISTS moraine.sessions_fine ON CLUSTER moraine SYNC;
+-- only if: SELECT toUInt8(count() = 1) FROM system.tables WHERE database = currentDatabase() AND name = 'sessions' AND engine_full LIKE '%index_granularity = 128,%'
 -- in moraine_local
 DROP TABLE IF EXISTS moraine_local.sessions_fine ON CLUSTER moraine SYNC;
 -- in moraine_local

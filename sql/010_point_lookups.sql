@@ -47,8 +47,15 @@ FROM turns;
 -- only if: SELECT toUInt8(engine_full NOT LIKE '%index_granularity = 128,%') FROM system.tables WHERE database = currentDatabase() AND name = 'turns'
 RENAME TABLE turns TO turns_coarse, turns_fine TO turns;
 
+-- A rename of two tables can stop between them, leaving no `turns`: the copy then takes the name.
+-- only if: SELECT toUInt8(countIf(name = 'turns') = 0 AND countIf(name = 'turns_fine') = 1) FROM system.tables WHERE database = currentDatabase()
+RENAME TABLE turns_fine TO turns;
+
+-- The leftovers go only once `turns` is the new table.
+-- only if: SELECT toUInt8(count() = 1) FROM system.tables WHERE database = currentDatabase() AND name = 'turns' AND engine_full LIKE '%index_granularity = 128,%'
 DROP TABLE IF EXISTS turns_coarse;
 
+-- only if: SELECT toUInt8(count() = 1) FROM system.tables WHERE database = currentDatabase() AND name = 'turns' AND engine_full LIKE '%index_granularity = 128,%'
 DROP TABLE IF EXISTS turns_fine;
 
 CREATE TABLE IF NOT EXISTS sessions_fine
@@ -88,8 +95,15 @@ FROM sessions;
 -- only if: SELECT toUInt8(engine_full NOT LIKE '%index_granularity = 128,%') FROM system.tables WHERE database = currentDatabase() AND name = 'sessions'
 RENAME TABLE sessions TO sessions_coarse, sessions_fine TO sessions;
 
+-- A rename of two tables can stop between them, leaving no `sessions`: the copy then takes the name.
+-- only if: SELECT toUInt8(countIf(name = 'sessions') = 0 AND countIf(name = 'sessions_fine') = 1) FROM system.tables WHERE database = currentDatabase()
+RENAME TABLE sessions_fine TO sessions;
+
+-- The leftovers go only once `sessions` is the new table.
+-- only if: SELECT toUInt8(count() = 1) FROM system.tables WHERE database = currentDatabase() AND name = 'sessions' AND engine_full LIKE '%index_granularity = 128,%'
 DROP TABLE IF EXISTS sessions_coarse;
 
+-- only if: SELECT toUInt8(count() = 1) FROM system.tables WHERE database = currentDatabase() AND name = 'sessions' AND engine_full LIKE '%index_granularity = 128,%'
 DROP TABLE IF EXISTS sessions_fine;
 
 -- The migration is recorded only if both tables have their new granules.

@@ -114,21 +114,31 @@ async fn turns_and_sessions_of_the_previous_schema_get_small_granules_and_keep_e
         table_hash(&db, "turns").await,
         table_hash(&db, "sessions").await,
     );
-    // A run cut off after copying some rows: the copy starts again from an empty table.
     let sql = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sql/010_point_lookups.sql"),
     )
     .unwrap();
-    let from = sql.find("CREATE TABLE IF NOT EXISTS turns_fine").unwrap();
-    let create = &sql[from..from + sql[from..].find(';').unwrap()];
-    db.write("t", create)
-        .execute(&db, db.default_deadline())
-        .await
-        .unwrap();
-    db.write("t", "INSERT INTO turns_fine SELECT * FROM turns LIMIT 3")
-        .execute(&db, db.default_deadline())
-        .await
-        .unwrap();
+    let create = |table: &str| {
+        let from = sql
+            .find(&format!("CREATE TABLE IF NOT EXISTS {table}"))
+            .unwrap();
+        sql[from..from + sql[from..].find(';').unwrap()].to_owned()
+    };
+    for statement in [
+        // A run cut off after copying some turns: the copy starts again from an empty table.
+        create("turns_fine"),
+        "INSERT INTO turns_fine SELECT * FROM turns LIMIT 3".to_owned(),
+        // A run cut off inside the rename of sessions, which had moved the old table away but
+        // not yet given the copy its name: the copy takes it, and the old table goes only then.
+        create("sessions_fine"),
+        "INSERT INTO sessions_fine SELECT * FROM sessions".to_owned(),
+        "RENAME TABLE sessions TO sessions_coarse".to_owned(),
+    ] {
+        db.write("t", &statement)
+            .execute(&db, db.default_deadline())
+            .await
+            .unwrap();
+    }
 
     migrate::migrate(&settings.clickhouse, &db).await.unwrap();
     assert!(has_small_granules(&db, "turns").await);
