@@ -68,20 +68,27 @@ async fn migrations_apply_twice_with_the_same_result_and_refuse_edits() {
     );
 }
 
-/// Rows and a hash of every column of every row of `table` (FINAL left out: a row copied twice
-/// would count twice).
-async fn table_hash(db: &Db, table: &str) -> (u64, u64) {
-    db.read(
-        "t",
-        "SELECT count(), sum(cityHash64(*)) FROM {t:Identifier}",
-    )
-    .param("t", table)
-    .fetch_optional(db, db.default_deadline())
-    .await
-    .unwrap()
-    .unwrap()
+/// Rows and a hash of every column of every row of `turns` and of `sessions` (FINAL left out: a
+/// row copied twice would count twice).
+async fn copied_tables(db: &Db) -> Vec<(u64, u64)> {
+    let mut hashes = Vec::new();
+    for table in ["turns", "sessions"] {
+        let hash: (u64, u64) = db
+            .read(
+                "t",
+                "SELECT count(), sum(cityHash64(*)) FROM {t:Identifier}",
+            )
+            .param("t", table)
+            .fetch_optional(db, db.default_deadline())
+            .await
+            .unwrap()
+            .unwrap();
+        hashes.push(hash);
+    }
+    hashes
 }
 
+/// Whether `table` has schema 10's granules.
 async fn has_small_granules(db: &Db, table: &str) -> bool {
     let engine: String = db
         .read(
@@ -110,10 +117,7 @@ async fn turns_and_sessions_of_the_previous_schema_get_small_granules_and_keep_e
     common::write_sessions(&dir, 7, 12, 6, "granule");
     common::ingest_paths(&settings, &db, &dir).await;
     let before = common::snapshot(&db).await;
-    let hashes = (
-        table_hash(&db, "turns").await,
-        table_hash(&db, "sessions").await,
-    );
+    let hashes = copied_tables(&db).await;
     let sql = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sql/010_point_lookups.sql"),
     )
@@ -143,10 +147,7 @@ async fn turns_and_sessions_of_the_previous_schema_get_small_granules_and_keep_e
     migrate::migrate(&settings.clickhouse, &db).await.unwrap();
     assert!(has_small_granules(&db, "turns").await);
     assert!(has_small_granules(&db, "sessions").await);
-    let after = (
-        table_hash(&db, "turns").await,
-        table_hash(&db, "sessions").await,
-    );
+    let after = copied_tables(&db).await;
     assert_eq!(after, hashes, "every column of every row, once");
     common::snapshot(&db).await.assert_same_as(&before);
     // Cut off before its record: it runs again and changes nothing.
@@ -158,10 +159,7 @@ async fn turns_and_sessions_of_the_previous_schema_get_small_granules_and_keep_e
     .await
     .unwrap();
     migrate::migrate(&settings.clickhouse, &db).await.unwrap();
-    let again = (
-        table_hash(&db, "turns").await,
-        table_hash(&db, "sessions").await,
-    );
+    let again = copied_tables(&db).await;
     assert_eq!(again, hashes);
 
     // New logs land in the new tables as in a new database.
