@@ -708,7 +708,10 @@ async fn push_corpus(
     settings.clickhouse.database = format!("bench_{label}_push");
     let config = Arc::new(settings.validate()?);
     crate::db::drop_database(&config.clickhouse).await?;
-    let db = Db::new(&config.clickhouse, Metrics::new(&config.sla));
+    // One server takes both the pushes and the searches: its ingest gives way to the
+    // searched service's tool calls.
+    let db =
+        Db::new(&config.clickhouse, Metrics::new(&config.sla)).sharing_foreground_of(&loaded.db);
     migrate::migrate(&config.clickhouse, &db).await?;
     let shutdown = CancellationToken::new();
     let target = app::spawn(

@@ -5,6 +5,8 @@
 //! gets [`DbError::Busy`]. Tool queries run read-only with a server-side time limit taken from
 //! the caller's deadline. Values always travel as server-side parameters (`{name:Type}`).
 
+mod foreground;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -13,6 +15,7 @@ use serde::Serialize;
 
 use crate::config::{ClickHouseConfig, Compression};
 use crate::metrics::Metrics;
+use foreground::{Foreground, Paced};
 
 /// A failure talking to ClickHouse, classified the way callers must react to it.
 #[derive(Debug, thiserror::Error)]
@@ -127,6 +130,8 @@ pub struct Db {
     metrics: Metrics,
     /// Admission of tool calls (see [`Db::admit_call`]).
     calls: Arc<Admission>,
+    /// The tool calls running, which ingest writes give way to (see [`Db::paced_write`]).
+    foreground: Arc<Foreground>,
     /// The cluster the schema lives on (`clickhouse.cluster`), if any.
     cluster: Option<Arc<crate::migrate::Cluster>>,
     /// Whether ClickHouse answers, as [`Db::watch_health`] last saw it (always, where nothing
@@ -212,9 +217,28 @@ impl Db {
                 config.max_concurrent_queries,
                 config.max_waiting_calls,
             )),
+            foreground: Arc::new(Foreground::new()),
             answering: Arc::new(tokio::sync::watch::Sender::new(true)),
             cluster: cluster.map(Arc::new),
         }
+    }
+
+    /// This handle with `other`'s tool calls as its foreground: two services of one process
+    /// (the benchmark's) that share the engine pace their ingest as one server does.
+    #[cfg(feature = "bench")]
+    pub(crate) fn sharing_foreground_of(mut self, other: &Self) -> Self {
+        self.foreground = other.foreground.clone();
+        self
+    }
+
+    /// Runs `write` (one ingest write: a batch's statements), giving way to running tool
+    /// calls first (see [`foreground`]).
+    pub async fn paced_write<T>(&self, write: impl std::future::Future<Output = T>) -> T {
+        let (out, paced) = self.foreground.write(write).await;
+        if let Paced::Waited(waited) = paced {
+            self.metrics.observe_paced_write(waited.as_secs_f64());
+        }
+        out
     }
 
     /// The same handle (slots, metrics, health) on another database of the server: a
@@ -264,6 +288,7 @@ impl Db {
                 }
             }
         };
+        let _call = self.foreground.call();
         let left = wait.saturating_sub(started.elapsed());
         QUEUE_DEADLINE.scope(Instant::now() + left, work).await
     }

@@ -74,6 +74,8 @@ struct Inner {
     local_events: prometheus::IntCounter,
     local_pending: IntGauge,
     local_last_run: prometheus::Gauge,
+    paced_writes: prometheus::IntCounter,
+    paced_seconds: prometheus::Counter,
 }
 
 impl Metrics {
@@ -239,6 +241,22 @@ impl Metrics {
         registry
             .register(Box::new(local_last_run.clone()))
             .expect("unique metric");
+        let paced_writes = prometheus::IntCounter::new(
+            "ingest_paced_writes_total",
+            "Ingest writes that gave way to running tool calls before they started",
+        )
+        .expect("valid counter");
+        registry
+            .register(Box::new(paced_writes.clone()))
+            .expect("unique metric");
+        let paced_seconds = prometheus::Counter::new(
+            "ingest_paced_seconds_total",
+            "Seconds ingest writes waited for running tool calls",
+        )
+        .expect("valid counter");
+        registry
+            .register(Box::new(paced_seconds.clone()))
+            .expect("unique metric");
         // CPU, memory and open files of this process (Linux; elsewhere nothing is exported).
         #[cfg(target_os = "linux")]
         registry
@@ -282,6 +300,8 @@ impl Metrics {
                 local_events,
                 local_pending,
                 local_last_run,
+                paced_writes,
+                paced_seconds,
             }),
         };
         metrics.zero_fixed_labels();
@@ -494,6 +514,12 @@ impl Metrics {
                 ((*path).to_owned(), count)
             })
             .collect()
+    }
+
+    /// An ingest write that waited `seconds` for running tool calls.
+    pub fn observe_paced_write(&self, seconds: f64) {
+        self.inner.paced_writes.inc();
+        self.inner.paced_seconds.inc_by(seconds);
     }
 
     /// An ingest API append and its outcome.

@@ -407,6 +407,8 @@ async fn metrics_parse_and_hold_the_sla_histograms() {
         "moraine_mcp_process_open_fds",
         "moraine_mcp_ingest_local_events_total",
         "moraine_mcp_ingest_local_pending_bytes",
+        "moraine_mcp_ingest_paced_writes_total",
+        "moraine_mcp_ingest_paced_seconds_total",
     ] {
         assert!(samples.iter().any(|(n, _, _)| n == name), "missing {name}");
     }

@@ -881,3 +881,78 @@ async fn protected_metrics_answer_only_a_metrics_token() {
     );
     server.stop().await;
 }
+
+/// The value of an unlabelled counter in a `/metrics` page.
+fn counter(server_metrics: &str, name: &str) -> f64 {
+    server_metrics
+        .lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
+        .and_then(|value| value.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in the metrics"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_push_while_searches_run_gives_way_to_them_and_stores_everything() {
+    let (during, after) = (scratch("paced-during"), scratch("paced-after"));
+    write_sessions(&during, 0xface, 12, 6, "pacedword");
+    write_sessions(&after, 0xfade, 4, 6, "quietword");
+    let (settings, db) = fresh_db().await;
+    let server = TestServer::start(team(settings), db.clone()).await;
+    let metrics_url = format!("{}/metrics", server.base);
+    let paced = |page: &str| counter(page, "moraine_mcp_ingest_paced_writes_total");
+    assert_eq!(paced(&send("GET", &metrics_url, &[], "").await.body), 0.0);
+
+    // Three clients search back to back, so a call is always running while the logs go in.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (started_tx, mut started) = tokio::sync::mpsc::channel::<()>(3);
+    let mut searchers = Vec::new();
+    for _ in 0..3 {
+        let (url, stop, started_tx) = (server.mcp_url.clone(), stop.clone(), started_tx.clone());
+        searchers.push(tokio::spawn(async move {
+            let mut reader = Mcp::modern(&url, Some(READER)).await;
+            let mut calls = 0u32;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                reader
+                    .ok("search_sessions", json!({"query": "pacedword session"}))
+                    .await;
+                calls += 1;
+                if calls == 1 {
+                    started_tx.send(()).await.unwrap();
+                }
+            }
+            calls
+        }));
+    }
+    for _ in 0..3 {
+        started.recv().await.unwrap();
+    }
+    let alice = client(&server, ALICE);
+    let pushed = push::push_logs(&alice, &logs_under(&during), 16 * 1024, false)
+        .await
+        .unwrap();
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    for searcher in searchers {
+        assert!(searcher.await.unwrap() > 0);
+    }
+    assert_eq!((pushed.sent, pushed.failed), (12, 0));
+    let page = send("GET", &metrics_url, &[], "").await.body;
+    let paced_during = paced(&page);
+    assert!(paced_during >= 1.0, "no write gave way to the searches");
+    assert!(counter(&page, "moraine_mcp_ingest_paced_seconds_total") > 0.0);
+
+    // Giving way loses nothing: the store is what a local ingest of the same logs stores.
+    let stored = snapshot(&db).await;
+    assert_statistics_exact(&stored);
+    assert_eq!(stored, local_reference(&[&during]).await);
+    assert_no_duplicates(&db).await;
+
+    // With no call running (the last ended well over the quiet time ago), writes go at once.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let quiet = push::push_logs(&alice, &logs_under(&after), 16 * 1024, false)
+        .await
+        .unwrap();
+    assert_eq!((quiet.sent, quiet.failed), (4, 0));
+    let page = send("GET", &metrics_url, &[], "").await.body;
+    assert_eq!(paced(&page), paced_during);
+    server.stop().await;
+}

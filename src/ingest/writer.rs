@@ -86,8 +86,13 @@ pub async fn load_stored(
     Ok(stored)
 }
 
-/// Writes one batch. Every row gets the same version, newer than any written before.
-pub async fn write_batch(db: &Db, mut batch: Batch, version: u64) -> Result<(), DbError> {
+/// Writes one batch. Every row gets the same version, newer than any written before. While
+/// tool calls run, the write first gives way to them (see [`Db::paced_write`]).
+pub async fn write_batch(db: &Db, batch: Batch, version: u64) -> Result<(), DbError> {
+    db.paced_write(write_now(db, batch, version)).await
+}
+
+async fn write_now(db: &Db, mut batch: Batch, version: u64) -> Result<(), DbError> {
     for retraction in &batch.retractions {
         tracing::info!(
             session_key = retraction.session_key,
