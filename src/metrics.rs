@@ -42,6 +42,17 @@ pub fn latency_buckets(sla: &SlaConfig) -> Vec<f64> {
     edges
 }
 
+/// `metric`, registered in `registry` (names are fixed, so a clash is a programming error).
+fn registered<M: prometheus::core::Collector + Clone + 'static>(
+    registry: &Registry,
+    metric: M,
+) -> M {
+    registry
+        .register(Box::new(metric.clone()))
+        .expect("unique metric");
+    metric
+}
+
 /// The service's metrics. Cheap to clone.
 #[derive(Clone)]
 pub struct Metrics {
@@ -89,17 +100,11 @@ impl Metrics {
                 labels,
             )
             .expect("valid histogram");
-            registry
-                .register(Box::new(h.clone()))
-                .expect("unique metric");
-            h
+            registered(&registry, h)
         };
         let counter = |name: &str, help: &str, labels: &[&str]| {
             let c = IntCounterVec::new(Opts::new(name, help), labels).expect("valid counter");
-            registry
-                .register(Box::new(c.clone()))
-                .expect("unique metric");
-            c
+            registered(&registry, c)
         };
         let tool_duration = histogram(
             "tool_call_duration_seconds",
@@ -133,14 +138,14 @@ impl Metrics {
             "ClickHouse query latency by query name",
             &["query"],
         );
-        let queries_in_flight = IntGauge::new(
-            "clickhouse_queries_in_flight",
-            "ClickHouse queries running now",
-        )
-        .expect("valid gauge");
-        registry
-            .register(Box::new(queries_in_flight.clone()))
-            .expect("unique metric");
+        let queries_in_flight = registered(
+            &registry,
+            IntGauge::new(
+                "clickhouse_queries_in_flight",
+                "ClickHouse queries running now",
+            )
+            .expect("valid gauge"),
+        );
         let query_errors = counter(
             "clickhouse_query_errors_total",
             "Failed ClickHouse queries by query and kind",
@@ -148,10 +153,7 @@ impl Metrics {
         );
         let gauge = |name: &str, help: &str| {
             let g = IntGauge::new(name, help).expect("valid gauge");
-            registry
-                .register(Box::new(g.clone()))
-                .expect("unique metric");
-            g
+            registered(&registry, g)
         };
         let slots = gauge(
             "clickhouse_query_slots",
@@ -200,17 +202,17 @@ impl Metrics {
             "Events written from logs received by the ingest API, by source",
             &["source"],
         );
-        let ingest_last_push = GaugeVec::new(
-            Opts::new(
-                "ingest_last_push_timestamp_seconds",
-                "When the ingest API last accepted bytes from a source (Unix time)",
-            ),
-            &["source"],
-        )
-        .expect("valid gauge");
-        registry
-            .register(Box::new(ingest_last_push.clone()))
-            .expect("unique metric");
+        let ingest_last_push = registered(
+            &registry,
+            GaugeVec::new(
+                Opts::new(
+                    "ingest_last_push_timestamp_seconds",
+                    "When the ingest API last accepted bytes from a source (Unix time)",
+                ),
+                &["source"],
+            )
+            .expect("valid gauge"),
+        );
         let local_files = counter(
             "ingest_local_files_total",
             "Log files looked at by local ingest (up's periodic ingest), by outcome",
@@ -221,42 +223,42 @@ impl Metrics {
             "Log lines read by local ingest, by outcome (parsed or malformed)",
             &["outcome"],
         );
-        let local_events = prometheus::IntCounter::new(
-            "ingest_local_events_total",
-            "Events written by local ingest",
-        )
-        .expect("valid counter");
-        registry
-            .register(Box::new(local_events.clone()))
-            .expect("unique metric");
+        let local_events = registered(
+            &registry,
+            prometheus::IntCounter::new(
+                "ingest_local_events_total",
+                "Events written by local ingest",
+            )
+            .expect("valid counter"),
+        );
         let local_pending = gauge(
             "ingest_local_pending_bytes",
             "Log bytes not yet ingested when local ingest last started (its lag)",
         );
-        let local_last_run = prometheus::Gauge::new(
-            "ingest_local_last_run_timestamp_seconds",
-            "When local ingest last finished a run (Unix time)",
-        )
-        .expect("valid gauge");
-        registry
-            .register(Box::new(local_last_run.clone()))
-            .expect("unique metric");
-        let paced_writes = prometheus::IntCounter::new(
-            "ingest_paced_writes_total",
-            "Ingest writes that gave way to running tool calls before they started",
-        )
-        .expect("valid counter");
-        registry
-            .register(Box::new(paced_writes.clone()))
-            .expect("unique metric");
-        let paced_seconds = prometheus::Counter::new(
-            "ingest_paced_seconds_total",
-            "Seconds ingest writes waited for running tool calls",
-        )
-        .expect("valid counter");
-        registry
-            .register(Box::new(paced_seconds.clone()))
-            .expect("unique metric");
+        let local_last_run = registered(
+            &registry,
+            prometheus::Gauge::new(
+                "ingest_local_last_run_timestamp_seconds",
+                "When local ingest last finished a run (Unix time)",
+            )
+            .expect("valid gauge"),
+        );
+        let paced_writes = registered(
+            &registry,
+            prometheus::IntCounter::new(
+                "ingest_paced_writes_total",
+                "Ingest writes that gave way to running tool calls before they started",
+            )
+            .expect("valid counter"),
+        );
+        let paced_seconds = registered(
+            &registry,
+            prometheus::Counter::new(
+                "ingest_paced_seconds_total",
+                "Seconds ingest writes waited for running tool calls",
+            )
+            .expect("valid counter"),
+        );
         // CPU, memory and open files of this process (Linux; elsewhere nothing is exported).
         #[cfg(target_os = "linux")]
         registry
@@ -264,12 +266,11 @@ impl Metrics {
                 prometheus::process_collector::ProcessCollector::for_self(),
             ))
             .expect("unique metric");
-        let build_info =
+        let build_info = registered(
+            &registry,
             IntGaugeVec::new(Opts::new("build_info", "Build information"), &["version"])
-                .expect("valid gauge");
-        registry
-            .register(Box::new(build_info.clone()))
-            .expect("unique metric");
+                .expect("valid gauge"),
+        );
         build_info
             .with_label_values(&[env!("CARGO_PKG_VERSION")])
             .set(1);
