@@ -190,11 +190,7 @@ async fn metrics(server: &TestServer) -> String {
 
 /// The sum of counter `name` over its series carrying every one of `labels` (`key="value"`).
 fn counter(metrics: &str, name: &str, labels: &[&str]) -> u64 {
-    metrics
-        .lines()
-        .filter(|l| l.starts_with(name) && labels.iter().all(|label| l.contains(label)))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
-        .sum()
+    common::metric_sum(metrics, name, labels) as u64
 }
 
 /// The searches the tiered service answered by each path: one tier read, two tier reads, and

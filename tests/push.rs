@@ -882,15 +882,6 @@ async fn protected_metrics_answer_only_a_metrics_token() {
     server.stop().await;
 }
 
-/// The value of an unlabelled counter in a `/metrics` page.
-fn counter(server_metrics: &str, name: &str) -> f64 {
-    server_metrics
-        .lines()
-        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
-        .and_then(|value| value.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {name} in the metrics"))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_push_while_searches_run_gives_way_to_them_and_stores_everything() {
     let (during, after) = (scratch("paced-during"), scratch("paced-after"));
@@ -899,6 +890,7 @@ async fn a_push_while_searches_run_gives_way_to_them_and_stores_everything() {
     let (settings, db) = fresh_db().await;
     let server = TestServer::start(team(settings), db.clone()).await;
     let metrics_url = format!("{}/metrics", server.base);
+    let counter = |page: &str, name: &str| common::metric_sum(page, name, &[]);
     let paced = |page: &str| counter(page, "moraine_mcp_ingest_paced_writes_total");
     assert_eq!(paced(&send("GET", &metrics_url, &[], "").await.body), 0.0);
 

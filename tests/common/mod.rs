@@ -287,6 +287,15 @@ pub async fn try_get(url: &str) -> Option<u16> {
     response.ok()?.ok().map(|r| r.status().as_u16())
 }
 
+/// The sum of metric `name` in a `/metrics` page over its series carrying every one of
+/// `labels` (`key="value"`).
+pub fn metric_sum(page: &str, name: &str, labels: &[&str]) -> f64 {
+    page.lines()
+        .filter(|l| l.starts_with(name) && labels.iter().all(|label| l.contains(label)))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
 /// Sends one HTTP request.
 pub async fn send(method: &str, url: &str, headers: &[(&str, &str)], body: &str) -> Reply {
     let mut request = axum::http::Request::builder().method(method).uri(url);
