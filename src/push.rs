@@ -3,7 +3,7 @@
 //! For every log it asks the server where the log stands, checks that the local file still
 //! starts with what was sent (else the file was replaced and is sent again from the start), and
 //! sends what is new in bounded, zstd-compressed batches: many small logs (or one piece of a
-//! large one) per request, two requests in flight, so the server writes in large batches as
+//! large one) per request, three requests in flight, so the server writes in large batches as
 //! local ingest does. Connection errors, 429 and 503 are
 //! retried with growing pauses (and the server's `Retry-After`); a server that restarts
 //! mid-push is resumed from where it stands. `--watch` keeps following the logs.
@@ -33,14 +33,15 @@ const STATUS_BATCH: usize = 1000;
 /// The smallest request a 413 can shrink the request size to; a log is not cut into pieces
 /// smaller than this to fill up a request.
 const MIN_CHUNK_BYTES: usize = 64 * 1024;
-/// Requests in flight at once: the server takes two ingest requests at a time by default, and
-/// two keep both its parsing and its writing busy.
-const IN_FLIGHT: usize = 2;
+/// Requests in flight at once: the server takes three ingest requests at a time by default.
+/// Measured on two cores, three keep its parsing and its engine's inserts busy where two left
+/// gaps (a push took 16-30 % longer), and four gained nothing more.
+const IN_FLIGHT: usize = 3;
 /// Most logs in one request.
 const BATCH_LOGS: usize = 256;
 /// Most log bytes in one request by default (before compression): fewer, larger requests
 /// mean fewer, larger parts for the server's engine to merge.
-pub const CHUNK_BYTES: usize = 16 * 1024 * 1024;
+pub const CHUNK_BYTES: usize = 32 * 1024 * 1024;
 
 #[derive(Debug, clap::Args)]
 pub struct PushArgs {

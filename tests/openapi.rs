@@ -100,7 +100,10 @@ async fn every_documented_status_is_served_and_nothing_served_is_undocumented() 
         line.len()
     );
     let batch = "/ingest/v1/batch";
-    let ingest_huge = "9999999";
+    // Over the ingest API's default body limit as sent.
+    let ingest_huge =
+        (moraine_mcp::config::IngestConfig::default().max_request_bytes + 1).to_string();
+    let ingest_huge = ingest_huge.as_str();
     let json_type = ("Content-Type", "application/json");
     let accept_both = ("Accept", "application/json, text/event-stream");
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {

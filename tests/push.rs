@@ -450,7 +450,8 @@ async fn appends_are_idempotent_ordered_and_bounded() {
     assert_eq!((stored, checkpoints), (0, 0));
 
     // Over the size limit, before or after decoding: 413.
-    let huge = vec![b'x'; 9 * 1024 * 1024];
+    let limit = moraine_mcp::config::IngestConfig::default().max_request_bytes;
+    let huge = vec![b'x'; limit + 1024 * 1024];
     let mut raw = tokio::net::TcpStream::connect(&addr).await.unwrap();
     let head = format!(
         "POST /ingest/v1/append?harness=claude-code&path=/x/y.jsonl&offset=0 HTTP/1.1\r\nHost: {addr}\r\n\
@@ -463,7 +464,7 @@ async fn appends_are_idempotent_ordered_and_bounded() {
     let _ = raw.read_to_end(&mut answer).await;
     assert!(String::from_utf8_lossy(&answer).starts_with("HTTP/1.1 413"));
     // Within the limit, any size is taken (a framework's smaller default does not apply).
-    let big = format!("{}\n", "x".repeat(7 * 1024 * 1024));
+    let big = format!("{}\n", "x".repeat(limit - 1024 * 1024));
     let taken = send(
         "POST",
         &format!(
