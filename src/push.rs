@@ -35,7 +35,7 @@ const STATUS_BATCH: usize = 1000;
 const MIN_CHUNK_BYTES: usize = 64 * 1024;
 /// Requests in flight at once: the server takes three ingest requests at a time by default.
 /// Measured on two cores, three keep its parsing and its engine's inserts busy where two left
-/// gaps (a push took 16-30 % longer), and four gained nothing more.
+/// gaps (the same push took 8-24 % longer), and four gained nothing more.
 const IN_FLIGHT: usize = 3;
 /// Most logs in one request.
 const BATCH_LOGS: usize = 256;
