@@ -464,7 +464,7 @@ impl Default for IngestConfig {
             max_indexed_bytes: 1024 * 1024,
             max_line_bytes: 64 * 1024 * 1024,
             archive_local: false,
-            max_request_bytes: 16 * 1024 * 1024,
+            max_request_bytes: 8 * 1024 * 1024,
             max_decoded_bytes: 64 * 1024 * 1024,
             max_concurrent_requests: 3,
             sources: vec![

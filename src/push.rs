@@ -14,6 +14,7 @@ use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
@@ -35,13 +36,15 @@ const STATUS_BATCH: usize = 1000;
 const MIN_CHUNK_BYTES: usize = 64 * 1024;
 /// Requests in flight at once: the server takes three ingest requests at a time by default.
 /// Measured on two cores, three keep its parsing and its engine's inserts busy where two left
-/// gaps (the same push took 8-24 % longer), and four gained nothing more.
+/// gaps (the same push took about a tenth longer), and four gained nothing more. A server that
+/// takes fewer answers the extra ones `429`, and the push settles at what it takes (see
+/// [`Sender`]).
 const IN_FLIGHT: usize = 3;
 /// Most logs in one request.
 const BATCH_LOGS: usize = 256;
 /// Most log bytes in one request by default (before compression): fewer, larger requests
 /// mean fewer, larger parts for the server's engine to merge.
-pub const CHUNK_BYTES: usize = 32 * 1024 * 1024;
+pub const CHUNK_BYTES: usize = 16 * 1024 * 1024;
 
 #[derive(Debug, clap::Args)]
 pub struct PushArgs {
@@ -204,6 +207,8 @@ pub async fn push_logs(
         progress: &progress,
         queue: Mutex::new(jobs),
         summary: Mutex::new(summary),
+        workers: AtomicUsize::new(IN_FLIGHT),
+        busy_before: client.busy_answers(),
     };
     let workers = (0..IN_FLIGHT).map(|_| sender.work(chunk_bytes));
     let finished = futures_util::future::join_all(workers).await;
@@ -334,11 +339,19 @@ impl Job {
 /// Sends the queued logs in batches, [`IN_FLIGHT`] requests at a time (workers on one task;
 /// the locks are never held across a wait). A log being sent belongs to one worker until it
 /// is done, so its pieces arrive in order.
+///
+/// Each `429` the server answers (it takes fewer requests at once, or other laptops push too)
+/// retires one worker, down to one, so a push settles at what the server takes instead of
+/// sending a request again and again to be refused.
 struct Sender<'a> {
     client: &'a Client,
     progress: &'a indicatif::ProgressBar,
     queue: Mutex<VecDeque<Job>>,
     summary: Mutex<PushSummary>,
+    /// Workers still sending.
+    workers: AtomicUsize,
+    /// The client's `429` answers before this push began.
+    busy_before: usize,
 }
 
 impl Sender<'_> {
@@ -347,6 +360,11 @@ impl Sender<'_> {
         // Logs this worker continues: those sent in part, and those refused and asked about.
         let mut mine: Vec<Job> = Vec::new();
         loop {
+            // A worker stops only between its logs: handing one over could leave it to a
+            // worker that has just found the queue empty and ended.
+            if mine.is_empty() && self.retire() {
+                return Ok(());
+            }
             let batch = self.fill(&mut mine, max_bytes);
             if batch.is_empty() {
                 return Ok(());
@@ -384,6 +402,17 @@ impl Sender<'_> {
                 Err(Failure::Fatal(error)) => return Err(error),
             }
         }
+    }
+
+    /// Whether this worker stops, one more `429` having come than workers were retired for.
+    fn retire(&self) -> bool {
+        let busy = self.client.busy_answers().saturating_sub(self.busy_before);
+        let allowed = IN_FLIGHT.saturating_sub(busy).max(1);
+        self.workers
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n > allowed).then(|| n - 1)
+            })
+            .is_ok()
     }
 
     /// The next request's logs and their bytes: the worker's own logs first, then queued
@@ -577,6 +606,33 @@ fn is_too_large(error: &anyhow::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn test_each_busy_answer_retires_one_worker_and_one_always_stays() {
+        let client = Client::new("http://127.0.0.1:9", None, None, Duration::ZERO).unwrap();
+        client.answered_busy();
+        let progress = indicatif::ProgressBar::hidden();
+        let sender = Sender {
+            client: &client,
+            progress: &progress,
+            queue: Mutex::new(VecDeque::new()),
+            summary: Mutex::new(PushSummary::default()),
+            workers: AtomicUsize::new(IN_FLIGHT),
+            busy_before: client.busy_answers(),
+        };
+        // Busy answers before this push do not count.
+        assert!(!sender.retire());
+        client.answered_busy();
+        assert!(sender.retire());
+        assert!(!sender.retire());
+        assert_eq!(sender.workers.load(Ordering::SeqCst), IN_FLIGHT - 1);
+        for _ in 0..10 {
+            client.answered_busy();
+        }
+        let retired = std::iter::from_fn(|| sender.retire().then_some(())).count();
+        assert_eq!(retired, IN_FLIGHT - 2);
+        assert_eq!(sender.workers.load(Ordering::SeqCst), 1);
+    }
 
     #[test]
     fn test_chunks_end_at_a_newline_unless_at_the_end() {

@@ -104,57 +104,45 @@ async fn write_now(db: &Db, mut batch: Batch, version: u64) -> Result<(), DbErro
     for row in &mut batch.events {
         row.batch = version;
     }
+    let started = std::time::Instant::now();
+    db.insert(
+        "ingest_events",
+        "event_ingest",
+        &batch.events,
+        EVENT_INSERT_SETTINGS,
+    )
+    .await?;
+    tracing::debug!(
+        events = batch.events.len(),
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "inserted events"
+    );
     for row in &mut batch.turns {
         row.version = version;
     }
+    db.insert("ingest_turns", "turns", &batch.turns, INGEST_SETTINGS)
+        .await?;
     for row in &mut batch.sessions {
         row.version = version;
     }
+    db.insert(
+        "ingest_sessions",
+        "sessions",
+        &batch.sessions,
+        INGEST_SETTINGS,
+    )
+    .await?;
     let now = crate::text::now_ms();
     for row in &mut batch.chunks {
         row.received_at = now;
     }
-    // The tables do not depend on each other: the events insert (with its index views), most
-    // of a batch's time, runs beside the others, which go one after another so that a write
-    // holds two query slots at most. Both sides end before anything else happens, failed or
-    // not: an insert still landing after this write returned could land after the next write
-    // has read what is stored.
-    let started = std::time::Instant::now();
-    let (events, rest) = tokio::join!(
-        db.insert(
-            "ingest_events",
-            "event_ingest",
-            &batch.events,
-            EVENT_INSERT_SETTINGS,
-        ),
-        async {
-            db.insert("ingest_turns", "turns", &batch.turns, INGEST_SETTINGS)
-                .await?;
-            db.insert(
-                "ingest_sessions",
-                "sessions",
-                &batch.sessions,
-                INGEST_SETTINGS,
-            )
-            .await?;
-            db.insert(
-                "ingest_chunks",
-                "raw_chunks",
-                &batch.chunks,
-                INGEST_SETTINGS,
-            )
-            .await
-        },
-    );
-    tracing::debug!(
-        events = batch.events.len(),
-        elapsed_ms = started.elapsed().as_millis() as u64,
-        "inserted a batch's rows"
-    );
-    events?;
-    rest?;
-
-    // Last: a checkpoint names rows that are all stored.
+    db.insert(
+        "ingest_chunks",
+        "raw_chunks",
+        &batch.chunks,
+        INGEST_SETTINGS,
+    )
+    .await?;
     for row in &mut batch.checkpoints {
         row.version = version;
         row.updated_at = now;

@@ -56,6 +56,8 @@ pub struct Client {
     /// The source to write as, for a server without tokens.
     source: Option<String>,
     retry_for: Duration,
+    /// `429` answers so far: each tells a push to keep one request fewer in flight.
+    busy: std::sync::atomic::AtomicUsize,
 }
 
 impl Client {
@@ -86,7 +88,17 @@ impl Client {
             token: token.map(str::to_owned),
             source: source.map(str::to_owned),
             retry_for,
+            busy: std::sync::atomic::AtomicUsize::new(0),
         })
+    }
+
+    pub(crate) fn answered_busy(&self) {
+        self.busy.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// How many `429` answers this client has had.
+    pub(crate) fn busy_answers(&self) -> usize {
+        self.busy.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Where each log stands on the server.
@@ -160,6 +172,9 @@ impl Client {
             let wait = match outcome {
                 Ok((status, _, answer)) if (200..300).contains(&status) => return Ok(answer),
                 Ok((status, retry_after, _)) if matches!(status, 429 | 502 | 503 | 504) => {
+                    if status == 429 {
+                        self.answered_busy();
+                    }
                     tracing::info!(status, "the server is busy or unavailable; retrying");
                     retry_after.unwrap_or(pause)
                 }
