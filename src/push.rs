@@ -38,7 +38,7 @@ const MIN_CHUNK_BYTES: usize = 64 * 1024;
 /// Measured on two cores, three keep its parsing and its engine's inserts busy where two left
 /// gaps (the same push took about a tenth longer), and four gained nothing more. A server that
 /// takes fewer answers the extra ones `429`, and the push settles at what it takes (see
-/// [`Sender`]).
+/// [`Sender`]); so does one whose uploads are too slow to finish three at a time.
 const IN_FLIGHT: usize = 3;
 /// Most logs in one request.
 const BATCH_LOGS: usize = 256;
@@ -340,9 +340,10 @@ impl Job {
 /// the locks are never held across a wait). A log being sent belongs to one worker until it
 /// is done, so its pieces arrive in order.
 ///
-/// Each `429` the server answers (it takes fewer requests at once, or other laptops push too)
-/// retires one worker, down to one, so a push settles at what the server takes instead of
-/// sending a request again and again to be refused.
+/// Each busy answer (`429`: the server takes fewer requests at once, or other laptops push
+/// too; `502`-`504`: among others, a request timed out, as slow uploads do when several share
+/// a thin uplink) retires one worker, down to one, so a push settles at what the server and
+/// the link take instead of sending a request again and again to be refused.
 struct Sender<'a> {
     client: &'a Client,
     progress: &'a indicatif::ProgressBar,
@@ -350,7 +351,7 @@ struct Sender<'a> {
     summary: Mutex<PushSummary>,
     /// Workers still sending.
     workers: AtomicUsize,
-    /// The client's `429` answers before this push began.
+    /// The client's busy answers before this push began.
     busy_before: usize,
 }
 
@@ -404,7 +405,8 @@ impl Sender<'_> {
         }
     }
 
-    /// Whether this worker stops, one more `429` having come than workers were retired for.
+    /// Whether this worker stops, one more busy answer having come than workers were retired
+    /// for.
     fn retire(&self) -> bool {
         let busy = self.client.busy_answers().saturating_sub(self.busy_before);
         let allowed = IN_FLIGHT.saturating_sub(busy).max(1);

@@ -56,7 +56,8 @@ pub struct Client {
     /// The source to write as, for a server without tokens.
     source: Option<String>,
     retry_for: Duration,
-    /// `429` answers so far: each tells a push to keep one request fewer in flight.
+    /// Busy answers so far (`429`, `502`-`504`): each tells a push to keep one request fewer
+    /// in flight.
     busy: std::sync::atomic::AtomicUsize,
 }
 
@@ -96,7 +97,7 @@ impl Client {
         self.busy.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
-    /// How many `429` answers this client has had.
+    /// How many busy answers this client has had.
     pub(crate) fn busy_answers(&self) -> usize {
         self.busy.load(std::sync::atomic::Ordering::Relaxed)
     }
@@ -172,9 +173,9 @@ impl Client {
             let wait = match outcome {
                 Ok((status, _, answer)) if (200..300).contains(&status) => return Ok(answer),
                 Ok((status, retry_after, _)) if matches!(status, 429 | 502 | 503 | 504) => {
-                    if status == 429 {
-                        self.answered_busy();
-                    }
+                    // Too many requests at once, or a request that could not finish in time
+                    // (the server's timeout, which includes a slow upload, answers 503).
+                    self.answered_busy();
                     tracing::info!(status, "the server is busy or unavailable; retrying");
                     retry_after.unwrap_or(pause)
                 }
