@@ -4,9 +4,9 @@
 //! starts with what was sent (else the file was replaced and is sent again from the start), and
 //! sends what is new in bounded, zstd-compressed batches: many small logs (or one piece of a
 //! large one) per request, three requests in flight, so the server writes in large batches as
-//! local ingest does. Connection errors, 429 and 503 are
-//! retried with growing pauses (and the server's `Retry-After`); a server that restarts
-//! mid-push is resumed from where it stands. `--watch` keeps following the logs.
+//! local ingest does. Connection errors, 429 and 502-504 are retried with growing pauses (and
+//! the server's `Retry-After`); a server that restarts mid-push is resumed from where it
+//! stands. `--watch` keeps following the logs.
 
 mod client;
 
@@ -93,6 +93,9 @@ pub struct PushSummary {
     pub sessions: u64,
     pub malformed: u64,
     pub redactions: u64,
+    /// Requests answered busy after which their worker gave its logs to the others and stopped.
+    pub gave_way: usize,
+
     pub elapsed: Duration,
 }
 
@@ -208,7 +211,6 @@ pub async fn push_logs(
         queue: Mutex::new(jobs),
         summary: Mutex::new(summary),
         workers: AtomicUsize::new(IN_FLIGHT),
-        busy_before: client.busy_answers(),
     };
     let workers = (0..IN_FLIGHT).map(|_| sender.work(chunk_bytes));
     let finished = futures_util::future::join_all(workers).await;
@@ -340,19 +342,18 @@ impl Job {
 /// the locks are never held across a wait). A log being sent belongs to one worker until it
 /// is done, so its pieces arrive in order.
 ///
-/// Each busy answer (`429`: the server takes fewer requests at once, or other laptops push
-/// too; `502`-`504`: among others, a request timed out, as slow uploads do when several share
-/// a thin uplink) retires one worker, down to one, so a push settles at what the server and
-/// the link take instead of sending a request again and again to be refused.
+/// A worker whose request is answered busy (`429`: the server takes fewer requests at once, or
+/// other laptops push too; `502`-`504`: among others, a request timed out, as slow uploads do
+/// when several share a thin uplink) gives its logs back and stops, unless it is the last one:
+/// a push settles at what the server and the link take instead of sending a request again and
+/// again to be refused.
 struct Sender<'a> {
     client: &'a Client,
     progress: &'a indicatif::ProgressBar,
     queue: Mutex<VecDeque<Job>>,
     summary: Mutex<PushSummary>,
-    /// Workers still sending.
+    /// Workers not yet ended.
     workers: AtomicUsize,
-    /// The client's busy answers before this push began.
-    busy_before: usize,
 }
 
 impl Sender<'_> {
@@ -361,13 +362,10 @@ impl Sender<'_> {
         // Logs this worker continues: those sent in part, and those refused and asked about.
         let mut mine: Vec<Job> = Vec::new();
         loop {
-            // A worker stops only between its logs: handing one over could leave it to a
-            // worker that has just found the queue empty and ended.
-            if mine.is_empty() && self.retire() {
-                return Ok(());
-            }
             let batch = self.fill(&mut mine, max_bytes);
             if batch.is_empty() {
+                // Found the queue empty and ends, in one step (no other worker runs between).
+                self.workers.fetch_sub(1, Ordering::SeqCst);
                 return Ok(());
             }
             let appends: Vec<Append<'_>> = batch
@@ -379,7 +377,7 @@ impl Sender<'_> {
                     bytes,
                 })
                 .collect();
-            let answer = self.client.batch(&appends).await;
+            let answer = self.client.batch(&appends, &|| self.retire()).await;
             drop(appends);
             let jobs = batch.into_iter().map(|(job, _)| job);
             match answer {
@@ -400,19 +398,26 @@ impl Sender<'_> {
                         self.fail(&job, &error);
                     }
                 }
+                Err(Failure::GaveWay) => {
+                    // Nothing of these logs is in flight: another worker goes on with them, in
+                    // order. One is still running: this one stopped only if it was not the last.
+                    let mut queue = self.queue.lock().expect("push state");
+                    for job in mine.into_iter().chain(jobs).rev() {
+                        queue.push_front(job);
+                    }
+                    self.summary.lock().expect("push state").gave_way += 1;
+                    return Ok(());
+                }
                 Err(Failure::Fatal(error)) => return Err(error),
             }
         }
     }
 
-    /// Whether this worker stops, one more busy answer having come than workers were retired
-    /// for.
+    /// Whether a worker answered busy stops: yes, unless it is the last one running.
     fn retire(&self) -> bool {
-        let busy = self.client.busy_answers().saturating_sub(self.busy_before);
-        let allowed = IN_FLIGHT.saturating_sub(busy).max(1);
         self.workers
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
-                (n > allowed).then(|| n - 1)
+                (n > 1).then(|| n - 1)
             })
             .is_ok()
     }
@@ -471,8 +476,8 @@ impl Sender<'_> {
                 let status = match self.client.status(std::slice::from_ref(&job.name)).await {
                     Ok(mut statuses) => statuses.pop(),
                     Err(Failure::Fatal(error)) => return Err(error),
-                    Err(Failure::Log(error)) => {
-                        self.fail(&job, &error);
+                    Err(failure) => {
+                        self.fail(&job, &failure.into_error());
                         return Ok(None);
                     }
                 };
@@ -610,9 +615,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn test_each_busy_answer_retires_one_worker_and_one_always_stays() {
+    fn test_a_worker_answered_busy_stops_unless_it_is_the_last() {
         let client = Client::new("http://127.0.0.1:9", None, None, Duration::ZERO).unwrap();
-        client.answered_busy();
         let progress = indicatif::ProgressBar::hidden();
         let sender = Sender {
             client: &client,
@@ -620,20 +624,11 @@ mod tests {
             queue: Mutex::new(VecDeque::new()),
             summary: Mutex::new(PushSummary::default()),
             workers: AtomicUsize::new(IN_FLIGHT),
-            busy_before: client.busy_answers(),
         };
-        // Busy answers before this push do not count.
-        assert!(!sender.retire());
-        client.answered_busy();
-        assert!(sender.retire());
-        assert!(!sender.retire());
-        assert_eq!(sender.workers.load(Ordering::SeqCst), IN_FLIGHT - 1);
-        for _ in 0..10 {
-            client.answered_busy();
-        }
-        let retired = std::iter::from_fn(|| sender.retire().then_some(())).count();
-        assert_eq!(retired, IN_FLIGHT - 2);
+        let stopped = std::iter::from_fn(|| sender.retire().then_some(())).count();
+        assert_eq!(stopped, IN_FLIGHT - 1);
         assert_eq!(sender.workers.load(Ordering::SeqCst), 1);
+        assert!(!sender.retire());
     }
 
     #[test]

@@ -30,12 +30,15 @@ pub(crate) enum Failure {
     Fatal(anyhow::Error),
     /// This log cannot be pushed now; the others can.
     Log(anyhow::Error),
+    /// The server answered busy, and the caller chose to give way rather than retry.
+    GaveWay,
 }
 
 impl Failure {
     pub(crate) fn into_error(self) -> anyhow::Error {
         match self {
             Self::Fatal(error) | Self::Log(error) => error,
+            Self::GaveWay => anyhow!("the server was busy"),
         }
     }
 }
@@ -56,9 +59,6 @@ pub struct Client {
     /// The source to write as, for a server without tokens.
     source: Option<String>,
     retry_for: Duration,
-    /// Busy answers so far (`429`, `502`-`504`): each tells a push to keep one request fewer
-    /// in flight.
-    busy: std::sync::atomic::AtomicUsize,
 }
 
 impl Client {
@@ -89,17 +89,7 @@ impl Client {
             token: token.map(str::to_owned),
             source: source.map(str::to_owned),
             retry_for,
-            busy: std::sync::atomic::AtomicUsize::new(0),
         })
-    }
-
-    pub(crate) fn answered_busy(&self) {
-        self.busy.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    }
-
-    /// How many busy answers this client has had.
-    pub(crate) fn busy_answers(&self) -> usize {
-        self.busy.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Where each log stands on the server.
@@ -110,7 +100,9 @@ impl Client {
         }
         let body = Bytes::from(body.to_string());
         let url = format!("{}/ingest/v1/status", self.base);
-        let answer = self.send(&url, "application/json", None, body).await?;
+        let answer = self
+            .send(&url, "application/json", None, body, None)
+            .await?;
         let files = serde_json::from_slice::<serde_json::Value>(&answer)
             .ok()
             .and_then(|v| serde_json::from_value(v["files"].clone()).ok())
@@ -121,10 +113,12 @@ impl Client {
     }
 
     /// Sends a batch of appends; returns each log's outcome, in order, and the size sent
-    /// (compressed).
+    /// (compressed). At each busy answer `give_way` is asked whether to stop retrying
+    /// ([`Failure::GaveWay`]).
     pub(crate) async fn batch(
         &self,
         appends: &[Append<'_>],
+        give_way: &(dyn Fn() -> bool + Sync),
     ) -> Result<(Vec<Outcome>, u64), Failure> {
         let mut url = format!("{}/ingest/v1/batch", self.base);
         if let Some(source) = &self.source {
@@ -146,6 +140,7 @@ impl Client {
                 "application/octet-stream",
                 Some("zstd"),
                 Bytes::from(compressed),
+                Some(give_way),
             )
             .await?;
         let logs: Vec<Outcome> = serde_json::from_slice::<serde_json::Value>(&answer)
@@ -158,13 +153,15 @@ impl Client {
         Ok((logs, sent))
     }
 
-    /// POSTs `body` until it gets a final answer: the body of a 2xx, or the refusal.
+    /// POSTs `body` until it gets a final answer: the body of a 2xx, or the refusal; or, at a
+    /// busy answer, until `give_way` says to stop.
     async fn send(
         &self,
         url: &str,
         content_type: &str,
         encoding: Option<&str>,
         body: Bytes,
+        give_way: Option<&(dyn Fn() -> bool + Sync)>,
     ) -> Result<Bytes, Failure> {
         let give_up = Instant::now() + self.retry_for;
         let mut pause = FIRST_PAUSE;
@@ -175,7 +172,9 @@ impl Client {
                 Ok((status, retry_after, _)) if matches!(status, 429 | 502 | 503 | 504) => {
                     // Too many requests at once, or a request that could not finish in time
                     // (the server's timeout, which includes a slow upload, answers 503).
-                    self.answered_busy();
+                    if give_way.is_some_and(|give_way| give_way()) {
+                        return Err(Failure::GaveWay);
+                    }
                     tracing::info!(status, "the server is busy or unavailable; retrying");
                     retry_after.unwrap_or(pause)
                 }
