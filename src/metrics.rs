@@ -138,23 +138,20 @@ impl Metrics {
             "ClickHouse query latency by query name",
             &["query"],
         );
-        let queries_in_flight = registered(
-            &registry,
-            IntGauge::new(
-                "clickhouse_queries_in_flight",
-                "ClickHouse queries running now",
-            )
-            .expect("valid gauge"),
+        let gauge = |name: &str, help: &str| {
+            let g = IntGauge::new(name, help).expect("valid gauge");
+            registered(&registry, g)
+        };
+        let queries_in_flight = gauge(
+            "clickhouse_queries_in_flight",
+            "ClickHouse queries running now",
         );
         let query_errors = counter(
             "clickhouse_query_errors_total",
             "Failed ClickHouse queries by query and kind",
             &["query", "kind"],
         );
-        let gauge = |name: &str, help: &str| {
-            let g = IntGauge::new(name, help).expect("valid gauge");
-            registered(&registry, g)
-        };
+
         let slots = gauge(
             "clickhouse_query_slots",
             "ClickHouse query slots (clickhouse.max_concurrent_queries)",

@@ -95,7 +95,6 @@ pub struct PushSummary {
     pub redactions: u64,
     /// Requests answered busy after which their worker gave its logs to the others and stopped.
     pub gave_way: usize,
-
     pub elapsed: Duration,
 }
 

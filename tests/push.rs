@@ -133,14 +133,14 @@ async fn two_laptops_push_concurrently_and_each_finds_the_others_sessions() {
     assert_eq!((again.sent, again.unchanged, again.events), (0, 12, 0));
     // Freshness per source: when each last pushed, and the bytes and events it sent.
     let metrics = send("GET", &format!("{}/metrics", server.base), &[], "").await;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
     for (source, pushed) in [("alice", &pushed_a), ("bob", &pushed_b)] {
         let label = format!("source=\"{source}\"");
         let of = |name: &str| common::metric_sum(&metrics.body, name, &[&label]);
         let last_push = of("moraine_mcp_ingest_last_push_timestamp_seconds");
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_secs_f64();
         assert!(last_push > 0.0 && last_push <= now, "{source}: {last_push}");
         assert_eq!(
             of("moraine_mcp_ingest_received_bytes_total"),

@@ -114,6 +114,14 @@ mod tests {
         tokio::time::sleep(took).await;
     }
 
+    /// How long a write that must have given way waited.
+    fn wait_of(paced: Paced) -> Duration {
+        match paced {
+            Paced::Waited(waited) => waited,
+            Paced::No => panic!("the write did not wait"),
+        }
+    }
+
     #[tokio::test(start_paused = true)]
     async fn test_a_write_with_no_call_running_goes_ahead_at_once() {
         let foreground = Foreground::new();
@@ -137,9 +145,7 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(20)).await;
         drop(call);
         let paced = writer.await.unwrap();
-        let Paced::Waited(waited) = paced else {
-            panic!("the write did not wait: {paced:?}")
-        };
+        let waited = wait_of(paced);
         let quiet_after_the_call = Duration::from_millis(20) + QUIET;
         assert!(waited >= quiet_after_the_call, "{waited:?}");
         assert!(waited <= quiet_after_the_call + POLL, "{waited:?}");
@@ -153,18 +159,14 @@ mod tests {
         let (_, first) = foreground
             .write(write_taking(Duration::from_millis(300)))
             .await;
-        let Paced::Waited(waited) = first else {
-            panic!("the write did not wait: {first:?}")
-        };
+        let waited = wait_of(first);
         assert!(
             waited >= MIN_PAUSE && waited <= MIN_PAUSE + POLL,
             "{waited:?}"
         );
         // The next waits twice that write, as the call is still running.
         let (_, second) = foreground.write(async {}).await;
-        let Paced::Waited(waited) = second else {
-            panic!("the write did not wait: {second:?}")
-        };
+        let waited = wait_of(second);
         assert!(waited >= Duration::from_millis(600), "{waited:?}");
         assert!(waited <= Duration::from_millis(600) + POLL, "{waited:?}");
     }
@@ -177,9 +179,7 @@ mod tests {
             .write(write_taking(Duration::from_secs(60)))
             .await;
         let (_, paced) = foreground.write(async {}).await;
-        let Paced::Waited(waited) = paced else {
-            panic!("the write did not wait: {paced:?}")
-        };
+        let waited = wait_of(paced);
         assert!(
             waited >= MAX_PAUSE && waited <= MAX_PAUSE + POLL,
             "{waited:?}"
