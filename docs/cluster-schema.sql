@@ -8,6 +8,10 @@ CREATE DATABASE IF NOT EXISTS moraine_local ON CLUSTER moraine;
 -- in moraine
 CREATE TABLE IF NOT EXISTS moraine.schema_migrations ON CLUSTER moraine (version UInt32, name String, checksum String, applied_at DateTime64(3, 'UTC') DEFAULT now64(3)) ENGINE = ReplicatedMergeTree('/clickhouse/tables/{uuid}/all', '{shard}-{replica}') ORDER BY version;
 
+-- write_gate
+-- in moraine
+CREATE TABLE IF NOT EXISTS moraine.write_gate ON CLUSTER moraine (role Enum8('writer' = 1, 'migrator' = 2), holder UInt64, claimed DateTime64(6, 'UTC'), until DateTime64(6, 'UTC'), written DateTime64(6, 'UTC') DEFAULT now64(6)) ENGINE = ReplicatedMergeTree('/clickhouse/tables/{uuid}/all', '{shard}-{replica}') ORDER BY (role, holder, written) TTL toDateTime(written) + INTERVAL 1 DAY;
+
 -- 001_canonical
 -- in moraine_local
 CREATE TABLE IF NOT EXISTS moraine_local.sessions ON CLUSTER moraine

@@ -6,6 +6,7 @@
 //! the caller's deadline. Values always travel as server-side parameters (`{name:Type}`).
 
 mod foreground;
+pub mod gate;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -35,6 +36,9 @@ pub enum DbError {
     Statement(String),
     #[error("unexpected clickhouse response: {0}")]
     Protocol(String),
+    /// A schema migration is running: writes wait for it (see [`gate`]).
+    #[error("a schema migration is running")]
+    Migrating,
 }
 
 impl DbError {
@@ -48,6 +52,7 @@ impl DbError {
             Self::Server(_) => "server",
             Self::Statement(_) => "statement",
             Self::Protocol(_) => "protocol",
+            Self::Migrating => "migrating",
         }
     }
 
@@ -138,6 +143,8 @@ pub struct Db {
     /// watches): while it does not, statements fail at once instead of waiting out their
     /// deadline.
     answering: Arc<tokio::sync::watch::Sender<bool>>,
+    /// This process's writes and the schema migrations (see [`gate`]).
+    writes: Arc<gate::WriterGate>,
 }
 
 /// Tool calls running, and waiting to run.
@@ -220,6 +227,7 @@ impl Db {
             foreground: Arc::new(Foreground::new()),
             answering: Arc::new(tokio::sync::watch::Sender::new(true)),
             cluster: cluster.map(Arc::new),
+            writes: Arc::new(gate::WriterGate::new()),
         }
     }
 
@@ -239,6 +247,15 @@ impl Db {
             self.metrics.observe_paced_write(waited.as_secs_f64());
         }
         out
+    }
+
+    /// Lets one write (a batch, a `forget`) start once no schema migration runs; it runs
+    /// while the returned entry lives. See [`gate`].
+    pub async fn enter_write(
+        &self,
+        when_migrating: gate::WhenMigrating,
+    ) -> Result<gate::Entry, DbError> {
+        gate::enter(&self.writes, self, when_migrating).await
     }
 
     /// The same handle (slots, metrics, health) on another database of the server: a
@@ -578,6 +595,16 @@ impl Query {
     pub fn setting(mut self, name: &str, value: impl Into<String>) -> Self {
         self.inner = self.inner.with_setting(name, value.into());
         self
+    }
+
+    /// On a cluster, an insert returns once most replicas hold it, and a read sees every
+    /// such insert (or fails): what the write gate's leases need to be seen by every server.
+    pub fn consistent(self, db: &Db) -> Self {
+        if !db.on_cluster() {
+            return self;
+        }
+        self.setting("insert_quorum", "auto")
+            .setting("select_sequential_consistency", "1")
     }
 
     /// Fetches every row, within `deadline`.

@@ -6,6 +6,7 @@
 //! left to find. Logs still on disk in a configured source come back at the next ingest.
 
 use crate::config::Config;
+use crate::db::gate::WhenMigrating;
 use crate::db::{Db, DbError};
 use crate::ids::Id;
 use crate::ingest::reader::Retraction;
@@ -77,6 +78,8 @@ pub async fn run(config: &Config, db: &Db, what: &Forget) -> Result<Forgotten, F
             .await?
         }
     };
+    // Deletes in a table a migration is copying would be undone by the copy.
+    let _entry = db.enter_write(WhenMigrating::Wait).await?;
     let logs: Vec<u64> = db
         .read(
             "forget_logs",

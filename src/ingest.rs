@@ -28,6 +28,7 @@ pub mod writer;
 use std::time::{Duration, Instant};
 
 use crate::config::Config;
+use crate::db::gate::WhenMigrating;
 use crate::db::{Db, DbError};
 use files::LogFile;
 use reader::{Counters, ReadSettings, Reader, Stored, WriterGone};
@@ -168,6 +169,7 @@ pub async fn run(
     {
         // The last run died while writing: its inserts may be half stored. Settled before
         // this run reads checkpoints, since it writes again what the checkpoints do not cover.
+        let _entry = db.enter_write(WhenMigrating::Wait).await?;
         writer::repair_statistics(db).await?;
         lock.clear_failed_write();
     }
@@ -297,7 +299,7 @@ where
         let mut version = 0;
         while let Some(batch) = rx.recv().await {
             version = writer::next_version(version);
-            writer::write_batch(&writer_db, batch, version).await?;
+            writer::write_batch(&writer_db, batch, version, WhenMigrating::Wait).await?;
         }
         Ok::<(), DbError>(())
     });

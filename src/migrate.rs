@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use sha2::{Digest, Sha256};
 
 use crate::config::ClickHouseConfig;
-use crate::db::{Db, DbError, base_client};
+use crate::db::{Db, DbError, base_client, gate};
 
 pub mod cluster;
 
@@ -121,19 +121,43 @@ pub async fn migrate_to(
             }
         }
     }
-    for (target, sql, _) in plan.statements(CREATE_MIGRATIONS_TABLE)? {
-        target
-            .write("migrate_table", &sql)
-            .execute(target, deadline)
-            .await?;
+    for table in [CREATE_MIGRATIONS_TABLE, gate::CREATE_TABLE] {
+        for (target, sql, _) in plan.statements(table)? {
+            target
+                .write("migrate_table", &sql)
+                .execute(target, deadline)
+                .await?;
+        }
     }
-    let applied: Vec<Applied> = db
-        .read(
-            "migrate_applied",
-            "SELECT version, checksum FROM schema_migrations ORDER BY version",
-        )
-        .fetch_all(db, deadline)
-        .await?;
+    let pending = |applied: &[Applied]| {
+        MIGRATIONS
+            .iter()
+            .any(|m| m.version <= version && !applied.iter().any(|a| a.version == m.version))
+    };
+    if !pending(&read_applied(db).await?) {
+        return apply(&plan, db, version).await;
+    }
+    // Writers pause and other migrations wait while this one runs (see `gate`); what is
+    // pending is read again once it is this run's turn.
+    let migration = gate::Migration::begin(db).await?;
+    let report = apply(&plan, db, version).await;
+    migration.end().await;
+    report
+}
+
+async fn read_applied(db: &Db) -> Result<Vec<Applied>, DbError> {
+    db.read(
+        "migrate_applied",
+        "SELECT version, checksum FROM schema_migrations ORDER BY version",
+    )
+    .fetch_all(db, db.default_deadline())
+    .await
+}
+
+/// Applies the migrations up to `version` that `schema_migrations` does not list, after
+/// checking that those it lists are this build's.
+async fn apply(plan: &Plan<'_>, db: &Db, version: u32) -> Result<MigrateReport, MigrateError> {
+    let applied = read_applied(db).await?;
     if let Some(newest) = applied.iter().map(|a| a.version).max()
         && newest > latest_version()
     {
@@ -294,8 +318,12 @@ pub fn script(config: &ClickHouseConfig) -> Result<String, MigrateError> {
 /// A migration's name (at its first statement) and each of its statements, the migrations
 /// table's first.
 fn all_statements() -> impl Iterator<Item = (Option<&'static str>, Statement)> {
-    let table = ("schema_migrations", CREATE_MIGRATIONS_TABLE);
-    std::iter::once(table)
+    let tables = [
+        ("schema_migrations", CREATE_MIGRATIONS_TABLE),
+        ("write_gate", gate::CREATE_TABLE),
+    ];
+    tables
+        .into_iter()
         .chain(MIGRATIONS.iter().map(|m| (m.name, m.sql)))
         .flat_map(|(name, sql)| {
             statements(sql)

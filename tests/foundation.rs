@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::{Mcp, TestServer, config_for, fresh_db, send};
 use moraine_mcp::config::TokenConfig;
+use moraine_mcp::db::gate::WhenMigrating;
 use moraine_mcp::db::{Db, DbError};
 use moraine_mcp::embedded::Engine;
 use moraine_mcp::metrics::Metrics;
@@ -66,6 +67,108 @@ async fn migrations_apply_twice_with_the_same_result_and_refuse_edits() {
         matches!(error, MigrateError::Edited { version: 2, .. }),
         "{error}"
     );
+}
+
+/// How many times each migration is recorded.
+async fn records(db: &Db) -> Vec<(u32, u64)> {
+    db.read(
+        "t",
+        "SELECT version, count() FROM schema_migrations GROUP BY version ORDER BY version",
+    )
+    .fetch_all(db, db.default_deadline())
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn migrations_started_at_once_run_one_after_the_other() {
+    let config = config_for(&common::shared_engine_url());
+    let handle = || Db::new(&config.clickhouse, Metrics::new(&config.sla));
+    let (one, two, three) = (handle(), handle(), handle());
+    one.wait_until_ready(Duration::from_secs(30)).await.unwrap();
+    // Three processes upgrading one new database at once (say `up`, `ingest` and the compose
+    // file's `migrate`): each migration is applied by one of them, once.
+    let (a, b, c) = tokio::join!(
+        migrate::migrate(&config.clickhouse, &one),
+        migrate::migrate(&config.clickhouse, &two),
+        migrate::migrate(&config.clickhouse, &three),
+    );
+    let mut applied: Vec<u32> = [a, b, c]
+        .into_iter()
+        .flat_map(|report| report.unwrap().applied)
+        .collect();
+    applied.sort_unstable();
+    let all: Vec<u32> = (1..=migrate::latest_version()).collect();
+    assert_eq!(applied, all, "each migration applied by exactly one run");
+    let once: Vec<(u32, u64)> = all.iter().map(|&v| (v, 1)).collect();
+    assert_eq!(records(&one).await, once);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_migration_waits_for_writes_and_for_the_lease_of_a_writer_that_died() {
+    let settings = config_for(&common::shared_engine_url());
+    let handle = || Db::new(&settings.clickhouse, Metrics::new(&settings.sla));
+    let (migrator, writer, other) = (handle(), handle(), handle());
+    migrator
+        .wait_until_ready(Duration::from_secs(30))
+        .await
+        .unwrap();
+    migrate::migrate_to(&settings.clickhouse, &migrator, 9)
+        .await
+        .unwrap();
+    // A writer that died with its lease a moment ago, and one that is writing now.
+    writer
+        .write(
+            "t",
+            "INSERT INTO write_gate (role, holder, claimed, until) \
+             VALUES ('writer', 7, now64(6), now64(6) + INTERVAL 3 SECOND)",
+        )
+        .execute(&writer, writer.default_deadline())
+        .await
+        .unwrap();
+    let writing = writer.enter_write(WhenMigrating::Refuse).await.unwrap();
+    let config = settings.clickhouse.clone();
+    let upgrade = tokio::spawn(async move { migrate::migrate(&config, &migrator).await });
+    // The migration announces itself, then waits: another process's write is refused (a push
+    // request answered 503), and the schema is untouched while the write runs.
+    let refused = loop {
+        match other.enter_write(WhenMigrating::Refuse).await {
+            Err(DbError::Migrating) => break true,
+            Ok(entry) => drop(entry),
+            Err(error) => panic!("{error}"),
+        }
+        assert!(
+            !upgrade.is_finished(),
+            "the upgrade ran while a write was running"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(refused);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(
+        !upgrade.is_finished(),
+        "the upgrade ran while a write was running"
+    );
+    assert_eq!(records(&writer).await.last().map(|r| r.0), Some(9));
+    // The write ends: its process gives its lease up, the dead writer's runs out, and the
+    // migration goes ahead; a writer that waits then writes once it is over.
+    drop(writing);
+    let waiting = other.enter_write(WhenMigrating::Wait);
+    let (report, entry) = tokio::join!(upgrade, waiting);
+    assert_eq!(report.unwrap().unwrap().applied, vec![10]);
+    assert_eq!(records(&writer).await.last().map(|r| r.0), Some(10));
+    drop(entry.unwrap());
+    // Nothing pending: a migrate run neither announces itself nor waits for writers.
+    let writing = writer.enter_write(WhenMigrating::Refuse).await.unwrap();
+    let again = tokio::time::timeout(
+        Duration::from_secs(60),
+        migrate::migrate(&settings.clickhouse, &handle()),
+    )
+    .await
+    .expect("a run with nothing to apply does not wait for writes")
+    .unwrap();
+    assert!(again.applied.is_empty());
+    drop(writing);
 }
 
 /// Rows and a hash of every column of every row of `turns` and of `sessions` (FINAL left out: a

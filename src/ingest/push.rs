@@ -23,6 +23,7 @@ use super::reader::{
 use super::redact::Redactor;
 use super::{IngestError, read_settings, writer};
 use crate::config::Config;
+use crate::db::gate::WhenMigrating;
 use crate::db::{Db, DbError};
 use crate::rows::{CheckpointRow, RawChunkRow};
 use crate::vocab::Harness;
@@ -241,7 +242,7 @@ impl PushIngest {
             // the checkpoints. The logs' locks stay held until it ends.
             let db = self.db.clone();
             tokio::spawn(async move {
-                let written = writer::write_batch(&db, batch, version).await;
+                let written = writer::write_batch(&db, batch, version, WhenMigrating::Refuse).await;
                 drop(held);
                 written
             })

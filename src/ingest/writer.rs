@@ -7,6 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::files::LogFile;
 use super::reader::{Batch, Retraction, Stored};
+use crate::db::gate::WhenMigrating;
 use crate::db::{Db, DbError};
 use crate::rows::CheckpointRow;
 
@@ -87,8 +88,15 @@ pub async fn load_stored(
 }
 
 /// Writes one batch. Every row gets the same version, newer than any written before. While
-/// tool calls run, the write first gives way to them (see [`Db::paced_write`]).
-pub async fn write_batch(db: &Db, batch: Batch, version: u64) -> Result<(), DbError> {
+/// tool calls run, the write first gives way to them (see [`Db::paced_write`]); while a schema
+/// migration runs, it waits or is refused (see [`crate::db::gate`]).
+pub async fn write_batch(
+    db: &Db,
+    batch: Batch,
+    version: u64,
+    when_migrating: WhenMigrating,
+) -> Result<(), DbError> {
+    let _entry = db.enter_write(when_migrating).await?;
     db.paced_write(write_now(db, batch, version)).await
 }
 

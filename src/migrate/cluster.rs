@@ -38,7 +38,7 @@ pub fn placement(table: &str) -> Option<Placement> {
         "corpus_stats" => Sharded("k"),
         "ingest_checkpoints" | "raw_chunks" => Sharded("file_key"),
         "search_query_log" | "search_hit_log" => Sharded("cityHash64(query_id)"),
-        "service_keys" | "schema_migrations" => Everywhere,
+        "service_keys" | "schema_migrations" | "write_gate" => Everywhere,
         _ => return None,
     })
 }

@@ -352,9 +352,9 @@ fn describe_error(error: &AppendError) -> (StatusCode, &'static str, LogRefusal)
         AppendError::ContentMismatch { .. } => {
             (StatusCode::CONFLICT, "content_mismatch", "content_mismatch")
         }
-        AppendError::Db(DbError::Busy | DbError::Deadline | DbError::Unavailable(_)) => {
-            (StatusCode::SERVICE_UNAVAILABLE, "unavailable", "failed")
-        }
+        AppendError::Db(
+            DbError::Busy | DbError::Deadline | DbError::Unavailable(_) | DbError::Migrating,
+        ) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable", "failed"),
         AppendError::Db(_) | AppendError::Internal(_) => (
             StatusCode::INTERNAL_SERVER_ERROR,
             "internal_error",
@@ -378,6 +378,10 @@ fn describe_error(error: &AppendError) -> (StatusCode, &'static str, LogRefusal)
         } => {
             body.received = Some(*received);
             body.generation = Some(*generation);
+        }
+        AppendError::Db(DbError::Migrating) => {
+            body.message =
+                "the session store is being migrated to a new schema; retry shortly".into();
         }
         AppendError::Db(detail) => {
             tracing::warn!(error = %detail, "an ingest request failed");
