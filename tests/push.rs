@@ -14,8 +14,10 @@ use common::{
     write_sessions,
 };
 use moraine_mcp::config::{Scope, Settings, TokenConfig};
-use moraine_mcp::db::Db;
+use moraine_mcp::db::{Db, gate};
 use moraine_mcp::ingest::files;
+use moraine_mcp::metrics::Metrics;
+use moraine_mcp::migrate;
 use moraine_mcp::push::{self, Client};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -226,6 +228,67 @@ async fn a_push_killed_mid_upload_and_run_again_stores_every_event_once() {
     );
     assert_statistics_exact(&pushed);
     pushed.assert_same_as(&local_reference(&[&dir]).await);
+    assert_no_duplicates(&db).await;
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_schema_upgrade_while_laptops_push_loses_nothing() {
+    let (early, late) = (scratch("upgrade-early"), scratch("upgrade-late"));
+    write_sessions(&early, 0x51, 6, 6, "upgradeword");
+    write_sessions(&late, 0x52, 12, 8, "upgradeword");
+    // A server on the previous schema, which the upgrade copies `turns` and `sessions` of.
+    let settings = team(common::config_for(&common::shared_engine_url()));
+    let handle = || Db::new(&settings.clickhouse, Metrics::new(&settings.sla));
+    let db = handle();
+    db.wait_until_ready(Duration::from_secs(30)).await.unwrap();
+    migrate::migrate_to(&settings.clickhouse, &db, 9)
+        .await
+        .unwrap();
+    let server = TestServer::start(settings.clone(), db.clone()).await;
+    let pushed = push::push_logs(&client(&server, ALICE), &logs_under(&early), 4096, false)
+        .await
+        .unwrap();
+    assert_eq!(pushed.failed, 0);
+
+    // Another migration holds the gate: the server has stopped writing, and says so.
+    let holder = gate::Migration::begin(&handle()).await.unwrap();
+    let log = logs_under(&late).remove(0);
+    let url = format!(
+        "{}/ingest/v1/append?harness=claude-code&path={}&offset=0",
+        server.base,
+        log.path.display()
+    );
+    let bearer = format!("Bearer {ALICE}");
+    let body = std::fs::read_to_string(&log.path).unwrap();
+    let refused = send("POST", &url, &[("authorization", bearer.as_str())], &body).await;
+    assert_eq!(refused.status, 503, "{refused:?}");
+    assert!(refused.headers.contains_key("retry-after"));
+    assert!(
+        refused.json()["message"]
+            .as_str()
+            .unwrap()
+            .contains("migrated")
+    );
+
+    // The upgrade queues behind it while a laptop pushes (and is told to retry).
+    let config = settings.clickhouse.clone();
+    let upgrader = handle();
+    let upgrade = tokio::spawn(async move { migrate::migrate(&config, &upgrader).await });
+    let pusher = client(&server, ALICE);
+    let logs = logs_under(&late);
+    let push = tokio::spawn(async move { push::push_logs(&pusher, &logs, 4096, false).await });
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(!upgrade.is_finished() && !push.is_finished());
+    holder.end().await;
+    // The upgrade copies the tables while the pushes wait; they resume once it is over.
+    assert_eq!(upgrade.await.unwrap().unwrap().applied, vec![10]);
+    let summary = push.await.unwrap().unwrap();
+    assert_eq!((summary.sent, summary.failed), (12, 0));
+    assert!(summary.gave_way >= 1);
+    let stored = snapshot(&db).await;
+    assert_statistics_exact(&stored);
+    stored.assert_same_as(&local_reference(&[&early, &late]).await);
     assert_no_duplicates(&db).await;
     server.stop().await;
 }
