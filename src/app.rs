@@ -33,6 +33,8 @@ pub struct App {
     mcp_path: String,
     server: JoinHandle<io::Result<()>>,
     query_log: Option<JoinHandle<()>>,
+    /// Its pushes' write lease is given up once it has stopped.
+    db: Db,
 }
 
 /// Starts the service on `listener`; it serves until `shutdown` is cancelled, then lets
@@ -51,7 +53,7 @@ pub fn spawn(
         Duration::from_millis(config.clickhouse.health_timeout_ms),
         shutdown.clone(),
     ));
-    let router = server::router(&config, db, tools, addr, &shutdown);
+    let router = server::router(&config, db.clone(), tools, addr, &shutdown);
     let limits = server::connection_limits(&config);
     let server = tokio::spawn(server::serve(listener, router, shutdown, limits));
     Ok(App {
@@ -59,6 +61,7 @@ pub fn spawn(
         mcp_path: config.server.mcp_path.clone(),
         server,
         query_log,
+        db,
     })
 }
 
@@ -82,6 +85,7 @@ impl App {
         if let Some(task) = self.query_log {
             let _ = tokio::time::timeout(QUERY_LOG_FLUSH, task).await;
         }
+        self.db.release_writes().await;
         served
     }
 }

@@ -309,7 +309,9 @@ async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
             if what != Forget::Everything {
                 migrate::migrate(&config.clickhouse, &db).await?;
             }
-            let done = crate::forget::run(&config, &db, &what).await?;
+            let done = crate::forget::run(&config, &db, &what).await;
+            db.release_writes().await;
+            let done = done?;
             if done.everything {
                 println!("dropped database {}", config.clickhouse.database);
             } else {
@@ -333,6 +335,7 @@ async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
             let selection = ingest::reindex::Selection { harness, source };
             let summary =
                 ingest::reindex::run(&config, &db, &selection, &scratch, !no_progress).await;
+            db.release_writes().await;
             let _ = std::fs::remove_dir_all(&scratch);
             let summary = summary?;
             for path in &summary.missing {

@@ -258,6 +258,11 @@ impl Db {
         gate::enter(&self.writes, self, when_migrating).await
     }
 
+    /// Gives this process's write lease up when it is done writing (see [`gate::release`]).
+    pub async fn release_writes(&self) {
+        gate::release(&self.writes, self).await;
+    }
+
     /// The same handle (slots, metrics, health) on another database of the server: a
     /// cluster's shard tables.
     pub fn with_database(&self, database: &str) -> Self {

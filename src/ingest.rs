@@ -177,6 +177,7 @@ pub async fn run(
     if let (Some(lock), Err(IngestError::Db(_))) = (&lock, &outcome) {
         lock.note_failed_write();
     }
+    db.release_writes().await;
     outcome
 }
 

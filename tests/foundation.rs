@@ -219,6 +219,18 @@ async fn turns_and_sessions_of_the_previous_schema_get_small_granules_and_keep_e
     assert!(!has_small_granules(&db, "turns").await);
     common::write_sessions(&dir, 7, 12, 6, "granule");
     common::ingest_paths(&settings, &db, &dir).await;
+    // An ingest run that has ended holds no lease a migration would wait for.
+    let leases: u64 = db
+        .read(
+            "t",
+            "SELECT count() FROM (SELECT holder FROM write_gate WHERE role = 'writer' \
+             GROUP BY holder HAVING argMax(until, written) > now64(6))",
+        )
+        .fetch_optional(&db, db.default_deadline())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(leases, 0);
     let before = common::snapshot(&db).await;
     let hashes = copied_tables(&db).await;
     let sql = std::fs::read_to_string(

@@ -165,6 +165,21 @@ pub(crate) async fn enter(
     }
 }
 
+/// Gives this process's lease up if no write runs: a process done writing (an `ingest` run, a
+/// stopped server) does not hold a migration up until its lease runs out.
+pub(crate) async fn release(gate: &WriterGate, db: &Db) {
+    let mut lease = gate.lease.lock().await;
+    if lease.is_none() || gate.running.load(SeqCst) > 0 {
+        return;
+    }
+    match write_lease(db, Role::Writer, gate.holder, false).await {
+        Ok(()) => *lease = None,
+        Err(error) => {
+            tracing::warn!(%error, "cannot give the write gate's lease up; it runs out by itself")
+        }
+    }
+}
+
 impl WriterGate {
     fn entry(self: &Arc<Self>) -> Entry {
         self.running.fetch_add(1, SeqCst);
