@@ -175,7 +175,7 @@ pub(crate) async fn release(gate: &WriterGate, db: &Db) {
     match write_lease(db, Role::Writer, gate.holder, false).await {
         Ok(()) => *lease = None,
         Err(error) => {
-            tracing::warn!(%error, "cannot give the write gate's lease up; it runs out by itself")
+            tracing::warn!(%error, "cannot give the write gate's lease up; it runs out by itself");
         }
     }
 }
