@@ -307,6 +307,14 @@ impl Migration {
     }
 }
 
+/// A migration abandoned without [`Migration::end`] (its task cancelled) stops renewing its
+/// lease, which then runs out.
+impl Drop for Migration {
+    fn drop(&mut self) {
+        self.renewer.abort();
+    }
+}
+
 async fn write_lease(db: &Db, role: Role, holder: u64, live: bool) -> Result<(), DbError> {
     db.write("write_gate_lease", WRITE_LEASE)
         .param("role", role.as_str())
