@@ -250,11 +250,12 @@ impl Db {
     }
 
     /// Lets one write (a batch, a `forget`) start once no schema migration runs; it runs
-    /// while the returned entry lives. See [`gate`].
+    /// while the returned permit lives. See [`gate`]. Never called while the caller holds a
+    /// permit: a migration would wait for that permit, and the permit's holder for it.
     pub async fn enter_write(
         &self,
         when_migrating: gate::WhenMigrating,
-    ) -> Result<gate::Entry, DbError> {
+    ) -> Result<gate::WritePermit, DbError> {
         gate::enter(&self.writes, self, when_migrating).await
     }
 
@@ -609,6 +610,7 @@ impl Query {
             return self;
         }
         self.setting("insert_quorum", "auto")
+            .setting("insert_quorum_parallel", "0")
             .setting("select_sequential_consistency", "1")
     }
 

@@ -79,7 +79,7 @@ pub async fn run(config: &Config, db: &Db, what: &Forget) -> Result<Forgotten, F
         }
     };
     // Deletes in a table a migration is copying would be undone by the copy.
-    let _entry = db.enter_write(WhenMigrating::Wait).await?;
+    let _permit = db.enter_write(WhenMigrating::Wait).await?;
     let logs: Vec<u64> = db
         .read(
             "forget_logs",

@@ -164,21 +164,28 @@ pub async fn run(
 ) -> Result<Summary, IngestError> {
     let db = &db.for_writes();
     let lock = lock::IngestLock::acquire(config).await;
-    if let Some(lock) = &lock
-        && lock.failed_write_noted()
-    {
+    let outcome = match &lock {
         // The last run died while writing: its inserts may be half stored. Settled before
         // this run reads checkpoints, since it writes again what the checkpoints do not cover.
-        let _entry = db.enter_write(WhenMigrating::Wait).await?;
-        writer::repair_statistics(db).await?;
-        lock.clear_failed_write();
-    }
-    let outcome = run_locked(config, db, files, show_progress).await;
+        Some(lock) if lock.failed_write_noted() => repair(db, lock).await,
+        _ => Ok(()),
+    };
+    let outcome = match outcome {
+        Ok(()) => run_locked(config, db, files, show_progress).await,
+        Err(error) => Err(error.into()),
+    };
     if let (Some(lock), Err(IngestError::Db(_))) = (&lock, &outcome) {
         lock.note_failed_write();
     }
     db.release_writes().await;
     outcome
+}
+
+async fn repair(db: &Db, lock: &lock::IngestLock) -> Result<(), DbError> {
+    let _permit = db.enter_write(WhenMigrating::Wait).await?;
+    writer::repair_statistics(db).await?;
+    lock.clear_failed_write();
+    Ok(())
 }
 
 async fn run_locked(

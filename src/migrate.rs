@@ -70,6 +70,10 @@ pub enum MigrateError {
     TooNew { found: u32, expected: u32 },
     #[error(transparent)]
     Cluster(#[from] cluster::Unsupported),
+    #[error(
+        "the migration's lease in write_gate could not be renewed for a while, so writers may have resumed; nothing more was changed: run migrate again"
+    )]
+    LeaseLost,
 }
 
 /// What a run did.
@@ -135,13 +139,13 @@ pub async fn migrate_to(
             .any(|m| m.version <= version && !applied.iter().any(|a| a.version == m.version))
     };
     if !pending(&read_applied(db).await?) {
-        return apply(&plan, db, version).await;
+        return apply(&plan, db, version, None).await;
     }
     // Writers pause and other migrations wait while this one runs (see `gate`); what is
     // pending is read again once it is this run's turn.
-    let migration = gate::Migration::begin(db).await?;
-    let report = apply(&plan, db, version).await;
-    migration.end().await;
+    let lease = gate::MigratorLease::acquire(db).await?;
+    let report = apply(&plan, db, version, Some(&lease)).await;
+    lease.end().await;
     report
 }
 
@@ -155,8 +159,14 @@ async fn read_applied(db: &Db) -> Result<Vec<Applied>, DbError> {
 }
 
 /// Applies the migrations up to `version` that `schema_migrations` does not list, after
-/// checking that those it lists are this build's.
-async fn apply(plan: &Plan<'_>, db: &Db, version: u32) -> Result<MigrateReport, MigrateError> {
+/// checking that those it lists are this build's; each statement only while `lease` holds.
+async fn apply(
+    plan: &Plan<'_>,
+    db: &Db,
+    version: u32,
+    lease: Option<&gate::MigratorLease>,
+) -> Result<MigrateReport, MigrateError> {
+    let lease_holds = || lease.is_none_or(gate::MigratorLease::holds);
     let applied = read_applied(db).await?;
     if let Some(newest) = applied.iter().map(|a| a.version).max()
         && newest > latest_version()
@@ -197,6 +207,9 @@ async fn apply(plan: &Plan<'_>, db: &Db, version: u32) -> Result<MigrateReport, 
                 if conditional && !holds {
                     continue;
                 }
+                if !lease_holds() {
+                    return Err(MigrateError::LeaseLost);
+                }
                 // A migration may copy a table: the query timeout meant for tool calls is far
                 // too short for that on a large index.
                 target
@@ -204,6 +217,9 @@ async fn apply(plan: &Plan<'_>, db: &Db, version: u32) -> Result<MigrateReport, 
                     .execute(target, Instant::now() + STATEMENT_DEADLINE)
                     .await?;
             }
+        }
+        if !lease_holds() {
+            return Err(MigrateError::LeaseLost);
         }
         db.write(
             "migrate_record",

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::{Mcp, TestServer, config_for, fresh_db, send};
 use moraine_mcp::config::TokenConfig;
-use moraine_mcp::db::gate::WhenMigrating;
+use moraine_mcp::db::gate::{self, WhenMigrating};
 use moraine_mcp::db::{Db, DbError};
 use moraine_mcp::embedded::Engine;
 use moraine_mcp::metrics::Metrics;
@@ -104,6 +104,18 @@ async fn migrations_started_at_once_run_one_after_the_other() {
     assert_eq!(records(&one).await, once);
 }
 
+/// The holders of live writer leases.
+async fn live_writers(db: &Db) -> Vec<u64> {
+    db.read(
+        "t",
+        "SELECT holder FROM write_gate WHERE role = 'writer' \
+         GROUP BY holder HAVING argMax(until, seq) > now64(6)",
+    )
+    .fetch_all(db, db.default_deadline())
+    .await
+    .unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_migration_waits_for_writes_and_for_the_lease_of_a_writer_that_died() {
     let settings = config_for(&common::shared_engine_url());
@@ -116,12 +128,13 @@ async fn a_migration_waits_for_writes_and_for_the_lease_of_a_writer_that_died() 
     migrate::migrate_to(&settings.clickhouse, &migrator, 9)
         .await
         .unwrap();
-    // A writer that died with its lease a moment ago, and one that is writing now.
+    // A writer that died with its lease a moment ago (it runs out in 20 s), and one that is
+    // writing now.
     writer
         .write(
             "t",
-            "INSERT INTO write_gate (role, holder, claimed, until) \
-             VALUES ('writer', 7, now64(6), now64(6) + INTERVAL 3 SECOND)",
+            "INSERT INTO write_gate (role, holder, seq, until) \
+             VALUES ('writer', 7, 1, now64(6) + INTERVAL 20 SECOND)",
         )
         .execute(&writer, writer.default_deadline())
         .await
@@ -129,35 +142,56 @@ async fn a_migration_waits_for_writes_and_for_the_lease_of_a_writer_that_died() 
     let writing = writer.enter_write(WhenMigrating::Refuse).await.unwrap();
     let config = settings.clickhouse.clone();
     let upgrade = tokio::spawn(async move { migrate::migrate(&config, &migrator).await });
-    // The migration announces itself, then waits: another process's write is refused (a push
-    // request answered 503), and the schema is untouched while the write runs.
-    let refused = loop {
-        match other.enter_write(WhenMigrating::Refuse).await {
-            Err(DbError::Migrating) => break true,
-            Ok(entry) => drop(entry),
-            Err(error) => panic!("{error}"),
-        }
+    let still_waiting = |upgrade: &tokio::task::JoinHandle<_>| {
         assert!(
             !upgrade.is_finished(),
-            "the upgrade ran while a write was running"
+            "the upgrade did not wait for writers"
         );
-        tokio::time::sleep(Duration::from_millis(100)).await;
     };
-    assert!(refused);
+    // The migration announces itself, then waits: another process's write is refused (a push
+    // request answered 503), and the schema is untouched while the write runs.
+    loop {
+        match other.enter_write(WhenMigrating::Refuse).await {
+            Err(DbError::Migrating) => break,
+            Ok(permit) => drop(permit),
+            Err(error) => panic!("{error}"),
+        }
+        still_waiting(&upgrade);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     tokio::time::sleep(Duration::from_secs(1)).await;
-    assert!(
-        !upgrade.is_finished(),
-        "the upgrade ran while a write was running"
-    );
+    still_waiting(&upgrade);
     assert_eq!(records(&writer).await.last().map(|r| r.0), Some(9));
-    // The write ends: its process gives its lease up, the dead writer's runs out, and the
-    // migration goes ahead; a writer that waits then writes once it is over.
+    // The write ends and its process gives its lease up; the migration still waits for the
+    // dead writer's lease to run out.
     drop(writing);
-    let waiting = other.enter_write(WhenMigrating::Wait);
-    let (report, entry) = tokio::join!(upgrade, waiting);
+    let mut left = live_writers(&writer).await;
+    while left.len() > 1 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        left = live_writers(&writer).await;
+    }
+    // (On a machine slow enough for the dead lease to have run out already, there is
+    // nothing left to see.)
+    if left == [7] {
+        still_waiting(&upgrade);
+        assert_eq!(records(&writer).await.last().map(|r| r.0), Some(9));
+    }
+    // Then it goes ahead, and a writer that waits for it writes once it is over.
+    let waiting = tokio::spawn(async move {
+        let permit = other.enter_write(WhenMigrating::Wait).await.unwrap();
+        let version = records(&other).await.last().map(|r| r.0);
+        drop(permit);
+        version
+    });
+    let limit = Duration::from_secs(120);
+    let report = tokio::time::timeout(limit, upgrade).await.unwrap();
     assert_eq!(report.unwrap().unwrap().applied, vec![10]);
-    assert_eq!(records(&writer).await.last().map(|r| r.0), Some(10));
-    drop(entry.unwrap());
+    let seen = tokio::time::timeout(limit, waiting).await.unwrap();
+    assert_eq!(
+        seen.unwrap(),
+        Some(10),
+        "the waiting write started after the migration"
+    );
     // Nothing pending: a migrate run neither announces itself nor waits for writers.
     let writing = writer.enter_write(WhenMigrating::Refuse).await.unwrap();
     let again = tokio::time::timeout(
@@ -169,6 +203,52 @@ async fn a_migration_waits_for_writes_and_for_the_lease_of_a_writer_that_died() 
     .unwrap();
     assert!(again.applied.is_empty());
     drop(writing);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_migration_lease_that_ran_out_stays_out_and_says_so() {
+    let (settings, db) = fresh_db().await;
+    let lease = gate::MigratorLease::acquire(&db).await.unwrap();
+    assert!(lease.holds());
+    let writer = Db::new(&settings.clickhouse, Metrics::new(&settings.sla));
+    assert!(matches!(
+        writer.enter_write(WhenMigrating::Refuse).await,
+        Err(DbError::Migrating)
+    ));
+    // Its renewals stop reaching the server long enough for the lease to run out (as a row
+    // giving it up, with a later sequence number than any renewal).
+    db.write(
+        "t",
+        "INSERT INTO write_gate (role, holder, seq, until) \
+         SELECT 'migrator', holder, 1000000, toDateTime64(0, 6, 'UTC') \
+         FROM write_gate WHERE role = 'migrator' GROUP BY holder",
+    )
+    .execute(&db, db.default_deadline())
+    .await
+    .unwrap();
+    // The next renewal finds it out, and does not bring it back: writes resume, and the
+    // migration, which checks before each statement, stops.
+    let started = Instant::now();
+    while lease.holds() {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "never found out"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let live: u64 = db
+        .read(
+            "t",
+            "SELECT count() FROM (SELECT holder FROM write_gate WHERE role = 'migrator' \
+             GROUP BY holder HAVING argMax(until, seq) > now64(6))",
+        )
+        .fetch_optional(&db, db.default_deadline())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(live, 0);
+    drop(writer.enter_write(WhenMigrating::Refuse).await.unwrap());
+    lease.end().await;
 }
 
 /// Rows and a hash of every column of every row of `turns` and of `sessions` (FINAL left out: a
@@ -220,17 +300,7 @@ async fn turns_and_sessions_of_the_previous_schema_get_small_granules_and_keep_e
     common::write_sessions(&dir, 7, 12, 6, "granule");
     common::ingest_paths(&settings, &db, &dir).await;
     // An ingest run that has ended holds no lease a migration would wait for.
-    let leases: u64 = db
-        .read(
-            "t",
-            "SELECT count() FROM (SELECT holder FROM write_gate WHERE role = 'writer' \
-             GROUP BY holder HAVING argMax(until, written) > now64(6))",
-        )
-        .fetch_optional(&db, db.default_deadline())
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(leases, 0);
+    assert_eq!(live_writers(&db).await, Vec::<u64>::new());
     let before = common::snapshot(&db).await;
     let hashes = copied_tables(&db).await;
     let sql = std::fs::read_to_string(

@@ -252,7 +252,7 @@ async fn a_schema_upgrade_while_laptops_push_loses_nothing() {
     assert_eq!(pushed.failed, 0);
 
     // Another migration holds the gate: the server has stopped writing, and says so.
-    let holder = gate::Migration::begin(&handle()).await.unwrap();
+    let holder = gate::MigratorLease::acquire(&handle()).await.unwrap();
     let log = logs_under(&late).remove(0);
     let url = format!(
         "{}/ingest/v1/append?harness=claude-code&path={}&offset=0",

@@ -2,22 +2,27 @@
 //!
 //! A migration may copy a table into a new one and swap their names; a row written to the old
 //! table during the copy would be left behind. So writers (ingest, pushes, `reindex`,
-//! `forget`) and `migrate` meet in the `write_gate` table, by leases that expire unless renewed:
+//! `forget`) and `migrate` meet in the `write_gate` table, by leases that run out unless
+//! renewed:
 //!
 //! - A writing process holds a *writer lease* while it writes, renewed by a keeper task. Once
-//!   it sees a *migrator lease*, it starts no new write, lets the running ones finish and
-//!   gives its lease up; it writes again once no migrator lease is live.
-//! - `migrate` takes a migrator lease, waits until it is the oldest live one (two migrations
-//!   never run at once), then until no writer lease is live, and only then changes the schema.
+//!   it sees a *migrator lease*, it starts no new write, keeps renewing while the running ones
+//!   finish, then gives its lease up; it writes again once no migrator lease is live.
+//! - `migrate` takes a migrator lease and goes on only if it is the only live one (otherwise it
+//!   gives it up and tries again a little later), then waits until no writer lease is live, and
+//!   checks before each statement that its own lease is still live.
 //!
-//! A writer checks for migrators when it takes its lease, after writing it; a migrator looks
-//! for writers after writing its own. Whichever wrote second sees the other. A process that
-//! dies holding a lease blocks the other side for at most [`LEASE`]. Times are the server's
-//! (`now64`), so the machines' clocks do not matter.
+//! Each side writes its lease and only then looks for the other's, so of two that start at
+//! once, the one that looks second sees the first. A lease's rows are ordered by a sequence
+//! number its holder chooses, not by time; liveness is judged by the server's clock. A process
+//! that dies holding a lease holds the other side up for at most [`LEASE`].
+//!
+//! The search log's inserts are not gated: no migration copies its tables. One that does must
+//! gate their flush first.
 
 use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::SeqCst};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -25,9 +30,9 @@ use tokio::time::Instant;
 use super::{Db, DbError};
 
 /// How long a lease lasts unless renewed.
-pub const LEASE: Duration = Duration::from_secs(60);
-/// A writer starts a write only while its lease has at least this long left by its own
-/// reckoning: a write that has begun then finishes well before the lease could run out.
+const LEASE: Duration = Duration::from_secs(60);
+/// A writer starts a write under its lease only while the lease has at least this long left
+/// by its own reckoning; the keeper renews it while writes run.
 const LEASE_MARGIN: Duration = Duration::from_secs(20);
 /// How often leases are renewed (and a writer looks for migrators).
 const RENEW_EVERY: Duration = Duration::from_secs(5);
@@ -35,28 +40,35 @@ const RENEW_EVERY: Duration = Duration::from_secs(5);
 const IDLE: Duration = Duration::from_secs(10);
 /// How often a side that waits for the other looks again.
 const POLL: Duration = Duration::from_millis(500);
-/// A migrator waits this long after writing its lease before comparing it with others': two
-/// migrators starting at once then both see each other's.
-const SETTLE: Duration = Duration::from_millis(300);
 
 /// The gate's table. Created with `schema_migrations`, before any migration (see
 /// [`crate::migrate`]); its rows live a day.
 pub const CREATE_TABLE: &str = "CREATE TABLE IF NOT EXISTS write_gate \
-    (role Enum8('writer' = 1, 'migrator' = 2), holder UInt64, \
-     claimed DateTime64(6, 'UTC'), until DateTime64(6, 'UTC'), \
-     written DateTime64(6, 'UTC') DEFAULT now64(6)) \
-    ENGINE = MergeTree ORDER BY (role, holder, written) \
+    (role Enum8('writer' = 1, 'migrator' = 2), holder UInt64, seq UInt64, \
+     until DateTime64(6, 'UTC'), written DateTime64(6, 'UTC') DEFAULT now64(6)) \
+    ENGINE = MergeTree ORDER BY (role, holder, seq) \
     TTL toDateTime(written) + INTERVAL 1 DAY";
 
-/// Writes a lease: live for [`LEASE`] from now, or given up (`{live:UInt8}` = 0).
-const WRITE_LEASE: &str = "INSERT INTO write_gate (role, holder, claimed, until) \
-    SELECT {role:String}, {holder:UInt64}, now64(6), \
-           if({live:UInt8} = 1, now64(6) + toIntervalMillisecond({lease_ms:UInt32}), toDateTime64(0, 6, 'UTC'))";
+/// A holder's lease is its row of highest `seq`.
+const LIVE: &str = "argMax(until, seq) > now64(6)";
 
-/// The live leases of one role, oldest claim first (a holder's claim is its first row's).
+/// Takes a lease, live for `{lease_ms}` from now.
+const TAKE: &str = "INSERT INTO write_gate (role, holder, seq, until) \
+    SELECT {role:String}, {holder:UInt64}, {seq:UInt64}, now64(6) + toIntervalMillisecond({lease_ms:UInt32})";
+
+/// Renews a lease, only if it is still live: one that ran out stays out.
+const RENEW: &str = "INSERT INTO write_gate (role, holder, seq, until) \
+    SELECT {role:String}, {holder:UInt64}, {seq:UInt64}, now64(6) + toIntervalMillisecond({lease_ms:UInt32}) \
+    FROM write_gate WHERE role = {role:String} AND holder = {holder:UInt64} \
+    HAVING argMax(until, seq) > now64(6)";
+
+/// Gives a lease up.
+const RELEASE: &str = "INSERT INTO write_gate (role, holder, seq, until) \
+        SELECT {role:String}, {holder:UInt64}, {seq:UInt64}, toDateTime64(0, 6, 'UTC')";
+
+/// The holders of live leases of a role.
 const LIVE_LEASES: &str = "SELECT holder FROM write_gate WHERE role = {role:String} \
-    GROUP BY holder HAVING argMax(until, written) > now64(6) \
-    ORDER BY min(claimed), holder";
+    GROUP BY holder HAVING argMax(until, seq) > now64(6)";
 
 /// The two sides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,6 +86,84 @@ impl Role {
     }
 }
 
+/// One holder's lease rows.
+struct Holder {
+    role: Role,
+    id: u64,
+    seq: AtomicU64,
+}
+
+impl Holder {
+    fn new(role: Role) -> Self {
+        Self {
+            role,
+            id: random(),
+            seq: AtomicU64::new(0),
+        }
+    }
+
+    /// Writes one of [`TAKE`], [`RENEW`] or [`RELEASE`] with the next sequence number, so the
+    /// last one sent is the one that counts, whichever lands last.
+    async fn write(&self, db: &Db, statement: &str) -> Result<(), DbError> {
+        db.write("write_gate_lease", statement)
+            .param("role", self.role.as_str())
+            .param("holder", self.id)
+            .param("seq", self.seq.fetch_add(1, SeqCst) + 1)
+            .param("lease_ms", LEASE.as_millis() as u32)
+            .consistent(db)
+            .execute(db, db.default_deadline())
+            .await
+    }
+
+    /// Renews the lease; `false` when it had run out (and stays out).
+    async fn renew(&self, db: &Db) -> Result<bool, DbError> {
+        self.write(db, RENEW).await?;
+        let live: Option<u8> = db
+            .read(
+                "write_gate_own",
+                &format!(
+                    "SELECT toUInt8({LIVE}) FROM write_gate \
+                     WHERE role = {{role:String}} AND holder = {{holder:UInt64}}"
+                ),
+            )
+            .param("role", self.role.as_str())
+            .param("holder", self.id)
+            .consistent(db)
+            .fetch_optional(db, db.default_deadline())
+            .await?;
+        Ok(live == Some(1))
+    }
+}
+
+/// The holders of live leases of `role`.
+async fn live(db: &Db, role: Role) -> Result<Vec<u64>, DbError> {
+    db.read("write_gate_live", LIVE_LEASES)
+        .param("role", role.as_str())
+        .consistent(db)
+        .fetch_all(db, db.default_deadline())
+        .await
+}
+
+/// Runs `step` again while ClickHouse does not answer, for up to [`LEASE`]: a wait that may
+/// last long is not ended by a moment's outage.
+async fn patiently<T, F>(mut step: impl FnMut() -> F) -> Result<T, DbError>
+where
+    F: std::future::Future<Output = Result<T, DbError>>,
+{
+    let started = Instant::now();
+    loop {
+        match step().await {
+            Err(error @ (DbError::Busy | DbError::Deadline | DbError::Unavailable(_)))
+                if started.elapsed() < LEASE =>
+            {
+                tracing::warn!(%error, "the write gate cannot reach clickhouse; trying again");
+                tokio::time::sleep(POLL).await;
+            }
+            other => return other,
+        }
+    }
+}
+
 /// What a writer does when a migration is running.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WhenMigrating {
@@ -85,13 +175,15 @@ pub enum WhenMigrating {
 
 /// This process's side of the gate as a writer. Shared by every clone of a [`Db`].
 pub(crate) struct WriterGate {
-    holder: u64,
+    holder: Holder,
     /// Writes in progress.
     running: AtomicUsize,
     /// A migration was seen: no write starts until it is over.
     fenced: AtomicBool,
-    /// The lease as this process knows it: when it stops being safe to start a write under
-    /// it (`None`: no lease held). Taken and renewed under this lock.
+    /// The lease as this process knows it: `None` when surely not held, else when it stops
+    /// being safe to start a write under it (in the past while it is being taken or given up:
+    /// held, maybe, but not usable). Taken, renewed and given up under this lock; writes are
+    /// counted only under it, so none starts while the keeper waits for them to end.
     lease: tokio::sync::Mutex<Option<Instant>>,
     /// When the last write ended.
     last_write: std::sync::Mutex<Instant>,
@@ -99,12 +191,12 @@ pub(crate) struct WriterGate {
     keeper: AtomicBool,
 }
 
-/// A write in progress: the gate's lease is kept while it lives.
-pub struct Entry {
+/// Permission for one write: the lease is kept while it lives.
+pub struct WritePermit {
     gate: Arc<WriterGate>,
 }
 
-impl Drop for Entry {
+impl Drop for WritePermit {
     fn drop(&mut self) {
         *self.gate.last_write.lock().expect("gate clock") = Instant::now();
         self.gate.running.fetch_sub(1, SeqCst);
@@ -114,13 +206,44 @@ impl Drop for Entry {
 impl WriterGate {
     pub(crate) fn new() -> Self {
         Self {
-            holder: random_holder(),
+            holder: Holder::new(Role::Writer),
             running: AtomicUsize::new(0),
             fenced: AtomicBool::new(false),
             lease: tokio::sync::Mutex::new(None),
             last_write: std::sync::Mutex::new(Instant::now()),
             keeper: AtomicBool::new(false),
         }
+    }
+
+    fn permit(self: &Arc<Self>) -> WritePermit {
+        self.running.fetch_add(1, SeqCst);
+        WritePermit { gate: self.clone() }
+    }
+
+    /// Gives the lease up (the lock held).
+    async fn give_up(&self, db: &Db, lease: &mut Option<Instant>) {
+        *lease = Some(Instant::now());
+        match self.holder.write(db, RELEASE).await {
+            Ok(()) => *lease = None,
+            Err(error) => {
+                tracing::warn!(%error, "cannot give the write lease up; it runs out by itself");
+            }
+        }
+    }
+
+    /// Renews the lease (the lock held).
+    async fn renew(&self, db: &Db, lease: &mut Option<Instant>) -> Result<(), DbError> {
+        let renewed = Instant::now();
+        if self.holder.renew(db).await? {
+            *lease = Some(renewed + LEASE - LEASE_MARGIN);
+        } else {
+            tracing::error!(
+                running = self.running.load(SeqCst),
+                "the write lease ran out (clickhouse missed its renewals for a minute)"
+            );
+            *lease = None;
+        }
+        Ok(())
     }
 }
 
@@ -129,31 +252,16 @@ pub(crate) async fn enter(
     gate: &Arc<WriterGate>,
     db: &Db,
     when_migrating: WhenMigrating,
-) -> Result<Entry, DbError> {
+) -> Result<WritePermit, DbError> {
     let mut told = false;
     loop {
-        // A write is counted only under the lock, which the keeper holds while it waits for
-        // the running writes to end: none starts meanwhile.
-        let mut lease = gate.lease.lock().await;
-        if gate.fenced.load(SeqCst) && live(db, Role::Migrator).await?.is_empty() {
-            gate.fenced.store(false, SeqCst);
+        let entered = match when_migrating {
+            WhenMigrating::Wait => patiently(|| try_enter(gate, db)).await?,
+            WhenMigrating::Refuse => try_enter(gate, db).await?,
+        };
+        if let Some(permit) = entered {
+            return Ok(permit);
         }
-        if !gate.fenced.load(SeqCst) {
-            if lease.is_some_and(|usable| Instant::now() < usable) {
-                return Ok(gate.entry());
-            }
-            start_keeper(gate, db);
-            let taken = Instant::now();
-            write_lease(db, Role::Writer, gate.holder, true).await?;
-            // Held from here: the keeper gives it up if a migration is running.
-            *lease = Some(taken);
-            if live(db, Role::Migrator).await?.is_empty() {
-                *lease = Some(taken + LEASE - LEASE_MARGIN);
-                return Ok(gate.entry());
-            }
-            gate.fenced.store(true, SeqCst);
-        }
-        drop(lease);
         if when_migrating == WhenMigrating::Refuse {
             return Err(DbError::Migrating);
         }
@@ -165,25 +273,39 @@ pub(crate) async fn enter(
     }
 }
 
+/// A permit, or `None` while a migration runs.
+async fn try_enter(gate: &Arc<WriterGate>, db: &Db) -> Result<Option<WritePermit>, DbError> {
+    let mut lease = gate.lease.lock().await;
+    if gate.fenced.load(SeqCst) {
+        if !live(db, Role::Migrator).await?.is_empty() {
+            return Ok(None);
+        }
+        gate.fenced.store(false, SeqCst);
+    }
+    if lease.is_some_and(|usable| Instant::now() < usable) {
+        return Ok(Some(gate.permit()));
+    }
+    start_keeper(gate, db);
+    let taken = Instant::now();
+    *lease = Some(taken);
+    gate.holder.write(db, TAKE).await?;
+    if live(db, Role::Migrator).await?.is_empty() {
+        *lease = Some(taken + LEASE - LEASE_MARGIN);
+        return Ok(Some(gate.permit()));
+    }
+    gate.fenced.store(true, SeqCst);
+    if gate.running.load(SeqCst) == 0 {
+        gate.give_up(db, &mut lease).await;
+    }
+    Ok(None)
+}
+
 /// Gives this process's lease up if no write runs: a process done writing (an `ingest` run, a
 /// stopped server) does not hold a migration up until its lease runs out.
 pub(crate) async fn release(gate: &WriterGate, db: &Db) {
     let mut lease = gate.lease.lock().await;
-    if lease.is_none() || gate.running.load(SeqCst) > 0 {
-        return;
-    }
-    match write_lease(db, Role::Writer, gate.holder, false).await {
-        Ok(()) => *lease = None,
-        Err(error) => {
-            tracing::warn!(%error, "cannot give the write gate's lease up; it runs out by itself");
-        }
-    }
-}
-
-impl WriterGate {
-    fn entry(self: &Arc<Self>) -> Entry {
-        self.running.fetch_add(1, SeqCst);
-        Entry { gate: self.clone() }
+    if lease.is_some() && gate.running.load(SeqCst) == 0 {
+        gate.give_up(db, &mut lease).await;
     }
 }
 
@@ -200,7 +322,7 @@ fn start_keeper(gate: &Arc<WriterGate>, db: &Db) {
             let fenced = gate.fenced.load(SeqCst);
             tokio::time::sleep(if fenced { POLL } else { RENEW_EVERY }).await;
             if let Err(error) = keep(&gate, &db).await {
-                tracing::warn!(%error, "cannot renew the write gate's lease");
+                tracing::warn!(%error, "cannot renew the write lease");
             }
         }
     });
@@ -217,73 +339,98 @@ async fn keep(gate: &WriterGate, db: &Db) -> Result<(), DbError> {
     if lease.is_none() {
         return Ok(());
     }
-    let idle = gate.running.load(SeqCst) == 0
-        && gate.last_write.lock().expect("gate clock").elapsed() >= IDLE;
-    if migrating || idle {
-        // What is still writing finishes under the lease; nothing new starts (the lock).
+    if migrating {
+        // The running writes finish under the lease, renewed meanwhile however long they
+        // take; none starts (the lock is held).
+        let mut renewed = Instant::now();
         while gate.running.load(SeqCst) > 0 {
             tokio::time::sleep(Duration::from_millis(20)).await;
+            if renewed.elapsed() >= RENEW_EVERY {
+                renewed = Instant::now();
+                gate.renew(db, &mut lease).await?;
+            }
         }
-        write_lease(db, Role::Writer, gate.holder, false).await?;
-        *lease = None;
+        gate.give_up(db, &mut lease).await;
         return Ok(());
     }
-    let renewed = Instant::now();
-    write_lease(db, Role::Writer, gate.holder, true).await?;
-    *lease = Some(renewed + LEASE - LEASE_MARGIN);
-    Ok(())
+    let idle = gate.running.load(SeqCst) == 0
+        && gate.last_write.lock().expect("gate clock").elapsed() >= IDLE;
+    if idle {
+        gate.give_up(db, &mut lease).await;
+        return Ok(());
+    }
+    gate.renew(db, &mut lease).await
 }
 
-/// A migrator's lease, held from [`Migration::begin`] until [`Migration::end`].
-pub struct Migration {
+/// A migration's lease, held from [`MigratorLease::acquire`] until [`MigratorLease::end`].
+pub struct MigratorLease {
     db: Db,
-    holder: u64,
+    holder: Arc<Holder>,
     renewer: tokio::task::JoinHandle<()>,
+    /// When the lease was last renewed, and whether it ran out.
+    renewed: Arc<std::sync::Mutex<Instant>>,
+    lost: Arc<AtomicBool>,
 }
 
-impl Migration {
-    /// Takes a migrator lease and waits until no other migration and no write is running.
-    pub async fn begin(db: &Db) -> Result<Self, DbError> {
-        let holder = random_holder();
-        write_lease(db, Role::Migrator, holder, true).await?;
+impl MigratorLease {
+    /// Takes a migrator lease once no other migration runs, then waits until no write runs.
+    pub async fn acquire(db: &Db) -> Result<Self, DbError> {
+        let holder = Arc::new(Holder::new(Role::Migrator));
+        let mut told = false;
+        loop {
+            holder.write(db, TAKE).await?;
+            let others = patiently(|| live(db, Role::Migrator)).await?;
+            if others.iter().all(|&other| other == holder.id) {
+                break;
+            }
+            // Two that start at once may see each other: both step back, for different times.
+            holder.write(db, RELEASE).await?;
+            if !told {
+                told = true;
+                tracing::warn!("another migrate is running; waiting for it to end");
+            }
+            tokio::time::sleep(POLL + Duration::from_millis(random() % 1500)).await;
+        }
+        let renewed = Arc::new(std::sync::Mutex::new(Instant::now()));
+        let lost = Arc::new(AtomicBool::new(false));
         let renewer = {
-            let db = db.clone();
+            let (db, holder, renewed, lost) =
+                (db.clone(), holder.clone(), renewed.clone(), lost.clone());
             tokio::spawn(async move {
                 loop {
                     tokio::time::sleep(RENEW_EVERY).await;
-                    if let Err(error) = write_lease(&db, Role::Migrator, holder, true).await {
-                        tracing::warn!(%error, "cannot renew the migration's lease");
+                    let at = Instant::now();
+                    match holder.renew(&db).await {
+                        Ok(true) => *renewed.lock().expect("renewal clock") = at,
+                        Ok(false) => {
+                            lost.store(true, SeqCst);
+                            return;
+                        }
+                        Err(error) => tracing::warn!(%error, "cannot renew the migration's lease"),
                     }
                 }
             })
         };
-        let migration = Self {
+        let lease = Self {
             db: db.clone(),
             holder,
             renewer,
+            renewed,
+            lost,
         };
-        match migration.wait_for_others().await {
-            Ok(()) => Ok(migration),
+        match lease.wait_for_writes().await {
+            Ok(()) => Ok(lease),
             Err(error) => {
-                migration.end().await;
+                lease.end().await;
                 Err(error)
             }
         }
     }
 
-    async fn wait_for_others(&self) -> Result<(), DbError> {
-        tokio::time::sleep(SETTLE).await;
-        let mut told = false;
-        while live(&self.db, Role::Migrator).await?.first() != Some(&self.holder) {
-            if !told {
-                told = true;
-                tracing::warn!("another migrate is running; waiting for it to end");
-            }
-            tokio::time::sleep(POLL).await;
-        }
+    async fn wait_for_writes(&self) -> Result<(), DbError> {
         let mut told = false;
         loop {
-            let writers = live(&self.db, Role::Writer).await?;
+            let writers = patiently(|| live(&self.db, Role::Writer)).await?;
             if writers.is_empty() {
                 return Ok(());
             }
@@ -298,45 +445,34 @@ impl Migration {
         }
     }
 
+    /// Whether the lease is surely still live: renewed within the margin, and never found
+    /// run out. A migration checks before each statement, since writers resume once it has
+    /// run out.
+    pub fn holds(&self) -> bool {
+        !self.lost.load(SeqCst)
+            && self.renewed.lock().expect("renewal clock").elapsed() < LEASE - LEASE_MARGIN
+    }
+
     /// Gives the lease up: writes resume.
     pub async fn end(self) {
         self.renewer.abort();
-        if let Err(error) = write_lease(&self.db, Role::Migrator, self.holder, false).await {
+        if let Err(error) = self.holder.write(&self.db, RELEASE).await {
             tracing::warn!(%error, "cannot give the migration's lease up; it runs out by itself");
         }
     }
 }
 
-/// A migration abandoned without [`Migration::end`] (its task cancelled) stops renewing its
-/// lease, which then runs out.
-impl Drop for Migration {
+/// A lease abandoned without [`MigratorLease::end`] (its task cancelled) stops being renewed,
+/// and runs out.
+impl Drop for MigratorLease {
     fn drop(&mut self) {
         self.renewer.abort();
     }
 }
 
-async fn write_lease(db: &Db, role: Role, holder: u64, live: bool) -> Result<(), DbError> {
-    db.write("write_gate_lease", WRITE_LEASE)
-        .param("role", role.as_str())
-        .param("holder", holder)
-        .param("live", u8::from(live))
-        .param("lease_ms", LEASE.as_millis() as u32)
-        .consistent(db)
-        .execute(db, db.default_deadline())
-        .await
-}
-
-/// The holders of live leases of `role`, oldest claim first.
-async fn live(db: &Db, role: Role) -> Result<Vec<u64>, DbError> {
-    db.read("write_gate_live", LIVE_LEASES)
-        .param("role", role.as_str())
-        .consistent(db)
-        .fetch_all(db, db.default_deadline())
-        .await
-}
-
-/// A holder ID no other process picks (the standard library seeds each hasher randomly).
-fn random_holder() -> u64 {
+/// A random number: holder IDs no other process picks, and back-off times (the standard
+/// library seeds each hasher randomly).
+fn random() -> u64 {
     let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
     hasher.write_u32(std::process::id());
     hasher.finish()

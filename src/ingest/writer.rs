@@ -96,8 +96,13 @@ pub async fn write_batch(
     version: u64,
     when_migrating: WhenMigrating,
 ) -> Result<(), DbError> {
-    let _entry = db.enter_write(when_migrating).await?;
-    db.paced_write(write_now(db, batch, version)).await
+    // The permit is asked for once the write's turn has come, so that a migration does not
+    // wait for writes that are only waiting to start.
+    db.paced_write(async {
+        let _permit = db.enter_write(when_migrating).await?;
+        write_now(db, batch, version).await
+    })
+    .await
 }
 
 async fn write_now(db: &Db, mut batch: Batch, version: u64) -> Result<(), DbError> {

@@ -208,7 +208,6 @@ impl From<DbError> for ToolError {
             DbError::ResourceExhausted(_) => Self::ResourceExhausted,
             // Tools only read; a migration is a backend that is not ready.
             DbError::Migrating => Self::Backend(DbError::Migrating.to_string()),
-
             DbError::Protocol(detail) | DbError::Statement(detail) => Self::Internal(detail),
         }
     }
