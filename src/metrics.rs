@@ -322,6 +322,7 @@ impl Metrics {
             "too_large",
             "invalid",
             "failed",
+            "migrating",
         ] {
             inner.ingest_requests.with_label_values(&[outcome]);
         }

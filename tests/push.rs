@@ -270,6 +270,17 @@ async fn a_schema_upgrade_while_laptops_push_loses_nothing() {
             .unwrap()
             .contains("migrated")
     );
+    // Counted as an upgrade's pause, not as a failure to alert on.
+    let metrics = send("GET", &format!("{}/metrics", server.base), &[], "").await;
+    let requests = |outcome: &str| {
+        let label = format!("outcome=\"{outcome}\"");
+        common::metric_sum(
+            &metrics.body,
+            "moraine_mcp_ingest_requests_total",
+            &[&label],
+        )
+    };
+    assert_eq!((requests("migrating"), requests("failed")), (1.0, 0.0));
 
     // The upgrade queues behind it while a laptop pushes (and is told to retry).
     let config = settings.clickhouse.clone();

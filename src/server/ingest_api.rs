@@ -352,9 +352,13 @@ fn describe_error(error: &AppendError) -> (StatusCode, &'static str, LogRefusal)
         AppendError::ContentMismatch { .. } => {
             (StatusCode::CONFLICT, "content_mismatch", "content_mismatch")
         }
-        AppendError::Db(
-            DbError::Busy | DbError::Deadline | DbError::Unavailable(_) | DbError::Migrating,
-        ) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable", "failed"),
+        AppendError::Db(DbError::Busy | DbError::Deadline | DbError::Unavailable(_)) => {
+            (StatusCode::SERVICE_UNAVAILABLE, "unavailable", "failed")
+        }
+        // Counted apart: an upgrade is not a failure to alert on.
+        AppendError::Db(DbError::Migrating) => {
+            (StatusCode::SERVICE_UNAVAILABLE, "unavailable", "migrating")
+        }
         AppendError::Db(_) | AppendError::Internal(_) => (
             StatusCode::INTERNAL_SERVER_ERROR,
             "internal_error",
