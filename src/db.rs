@@ -67,8 +67,12 @@ impl DbError {
                 match server_code(&message) {
                     // TIMEOUT_EXCEEDED, QUERY_WAS_CANCELLED
                     Some(159 | 394) => Self::Deadline,
-                    // TOO_MANY_SIMULTANEOUS_QUERIES
-                    Some(202) => Self::Busy,
+                    // TOO_MANY_SIMULTANEOUS_QUERIES; on a cluster, a quorum insert while the
+                    // previous one is under way (UNSATISFIED_QUORUM_FOR_PREVIOUS_WRITE), a
+                    // sequentially consistent read on a replica behind (REPLICA_IS_NOT_IN_QUORUM)
+                    Some(202 | 286 | 289) => Self::Busy,
+                    // TOO_FEW_LIVE_REPLICAS
+                    Some(285) => Self::Unavailable(first_line),
                     // MEMORY_LIMIT_EXCEEDED, TOO_MANY_ROWS, TOO_MANY_BYTES, TOO_MANY_ROWS_OR_BYTES
                     Some(241 | 158 | 307 | 396) => Self::ResourceExhausted(first_line),
                     // Syntax, identifier, type, alias and parameter errors.
@@ -249,7 +253,7 @@ impl Db {
         out
     }
 
-    /// Lets one write (a batch, a `forget`) start once no schema migration runs; it runs
+    /// Lets one write (a batch, a `forget`, a statistics repair) start once no schema migration runs; it runs
     /// while the returned permit lives. See [`gate`]. Never called while the caller holds a
     /// permit: a migration would wait for that permit, and the permit's holder for it.
     pub async fn enter_write(
@@ -603,8 +607,9 @@ impl Query {
         self
     }
 
-    /// On a cluster, an insert returns once most replicas hold it, and a read sees every
-    /// such insert (or fails): what the write gate's leases need to be seen by every server.
+    /// On a cluster, an insert returns once most replicas hold it (one at a time: another
+    /// meanwhile is refused, busy), and a read sees every such insert (or fails): what the
+    /// write gate's leases need to be seen through every server.
     pub fn consistent(self, db: &Db) -> Self {
         if !db.on_cluster() {
             return self;
@@ -720,5 +725,9 @@ mod tests {
             DbError::Unavailable(_)
         ));
         assert_eq!(server_code("x Code: 202. y"), Some(202));
+        assert!(matches!(
+            bad("Code: 286. DB::Exception: Quorum for previous write has not been satisfied yet"),
+            DbError::Busy
+        ));
     }
 }

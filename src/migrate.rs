@@ -71,7 +71,7 @@ pub enum MigrateError {
     #[error(transparent)]
     Cluster(#[from] cluster::Unsupported),
     #[error(
-        "the migration's lease in write_gate could not be renewed for a while, so writers may have resumed; nothing more was changed: run migrate again"
+        "the migration's lease in write_gate could not be renewed for a while, so writers may have resumed; the migration stopped before its next statement: run migrate again"
     )]
     LeaseLost,
 }

@@ -106,14 +106,7 @@ async fn migrations_started_at_once_run_one_after_the_other() {
 
 /// The holders of live writer leases.
 async fn live_writers(db: &Db) -> Vec<u64> {
-    db.read(
-        "t",
-        "SELECT holder FROM write_gate WHERE role = 'writer' \
-         GROUP BY holder HAVING argMax(until, seq) > now64(6)",
-    )
-    .fetch_all(db, db.default_deadline())
-    .await
-    .unwrap()
+    gate::live(db, gate::Role::Writer).await.unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -150,12 +143,17 @@ async fn a_migration_waits_for_writes_and_for_the_lease_of_a_writer_that_died() 
     };
     // The migration announces itself, then waits: another process's write is refused (a push
     // request answered 503), and the schema is untouched while the write runs.
+    let started = Instant::now();
     loop {
         match other.enter_write(WhenMigrating::Refuse).await {
             Err(DbError::Migrating) => break,
             Ok(permit) => drop(permit),
             Err(error) => panic!("{error}"),
         }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "never refused"
+        );
         still_waiting(&upgrade);
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -208,46 +206,32 @@ async fn a_migration_waits_for_writes_and_for_the_lease_of_a_writer_that_died() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_migration_lease_that_ran_out_stays_out_and_says_so() {
     let (settings, db) = fresh_db().await;
-    let lease = gate::MigratorLease::acquire(&db).await.unwrap();
-    assert!(lease.holds());
-    let writer = Db::new(&settings.clickhouse, Metrics::new(&settings.sla));
-    assert!(matches!(
-        writer.enter_write(WhenMigrating::Refuse).await,
-        Err(DbError::Migrating)
-    ));
-    // Its renewals stop reaching the server long enough for the lease to run out (as a row
-    // giving it up, with a later sequence number than any renewal).
-    db.write(
-        "t",
-        "INSERT INTO write_gate (role, holder, seq, until) \
-         SELECT 'migrator', holder, 1000000, toDateTime64(0, 6, 'UTC') \
-         FROM write_gate WHERE role = 'migrator' GROUP BY holder",
-    )
-    .execute(&db, db.default_deadline())
-    .await
-    .unwrap();
-    // The next renewal finds it out, and does not bring it back: writes resume, and the
-    // migration, which checks before each statement, stops.
-    let started = Instant::now();
-    while lease.holds() {
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "never found out"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    let live: u64 = db
-        .read(
-            "t",
-            "SELECT count() FROM (SELECT holder FROM write_gate WHERE role = 'migrator' \
-             GROUP BY holder HAVING argMax(until, seq) > now64(6))",
-        )
-        .fetch_optional(&db, db.default_deadline())
+    // A lease of 2 s, where its renewals come every 5 s: it runs out before the first.
+    let lease = gate::MigratorLease::acquire_lasting(&db, Duration::from_secs(2))
         .await
-        .unwrap()
         .unwrap();
-    assert_eq!(live, 0);
-    drop(writer.enter_write(WhenMigrating::Refuse).await.unwrap());
+    let writer = Db::new(&settings.clickhouse, Metrics::new(&settings.sla));
+    let migrating = writer.enter_write(WhenMigrating::Refuse).await;
+    assert!(
+        matches!(migrating, Err(DbError::Migrating)),
+        "{migrating:?}"
+    );
+    // Once it has run out, writes resume, and the migration (which checks before each
+    // statement) knows it no longer holds the gate.
+    let mut permit = writer.enter_write(WhenMigrating::Refuse).await;
+    let started = Instant::now();
+    while permit.is_err() {
+        assert!(started.elapsed() < Duration::from_secs(60), "never ran out");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        permit = writer.enter_write(WhenMigrating::Refuse).await;
+    }
+    assert!(!lease.holds());
+    drop(permit);
+    // Its renewal, due meanwhile, does not bring it back.
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    let migrators = gate::live(&db, gate::Role::Migrator).await.unwrap();
+    assert_eq!(migrators, Vec::<u64>::new());
+    assert!(!lease.holds());
     lease.end().await;
 }
 

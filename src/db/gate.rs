@@ -5,17 +5,20 @@
 //! `forget`) and `migrate` meet in the `write_gate` table, by leases that run out unless
 //! renewed:
 //!
-//! - A writing process holds a *writer lease* while it writes, renewed by a keeper task. Once
-//!   it sees a *migrator lease*, it starts no new write, keeps renewing while the running ones
-//!   finish, then gives its lease up; it writes again once no migrator lease is live.
+//! - A writing process holds a *writer lease* while it writes, renewed by a keeper task that
+//!   also looks for migrators. Once it sees one, it starts no new write, keeps renewing while
+//!   the running ones finish, then gives its lease up; it writes again once no migrator lease
+//!   is live. (Between two of the keeper's looks, writes start under the lease without
+//!   looking: a migration waits for that lease anyway.)
 //! - `migrate` takes a migrator lease and goes on only if it is the only live one (otherwise it
 //!   gives it up and tries again a little later), then waits until no writer lease is live, and
 //!   checks before each statement that its own lease is still live.
 //!
 //! Each side writes its lease and only then looks for the other's, so of two that start at
 //! once, the one that looks second sees the first. A lease's rows are ordered by a sequence
-//! number its holder chooses, not by time; liveness is judged by the server's clock. A process
-//! that dies holding a lease holds the other side up for at most [`LEASE`].
+//! number its holder chooses, not by time; liveness is judged by the server's clock, and a
+//! lease that ran out is never renewed. A process that dies holding a lease holds the other
+//! side up for at most [`LEASE`].
 //!
 //! The search log's inserts are not gated: no migration copies its tables. One that does must
 //! gate their flush first.
@@ -31,9 +34,13 @@ use super::{Db, DbError};
 
 /// How long a lease lasts unless renewed.
 const LEASE: Duration = Duration::from_secs(60);
-/// A writer starts a write under its lease only while the lease has at least this long left
-/// by its own reckoning; the keeper renews it while writes run.
-const LEASE_MARGIN: Duration = Duration::from_secs(20);
+
+/// Until when a lease of length `lease` renewed at `at` may be relied on: a writer starts a
+/// write under it, and a migration runs a statement, only while a third of it is left by their
+/// own reckoning (the keeper renews it while writes run).
+fn usable_until(at: Instant, lease: Duration) -> Instant {
+    at + lease - lease / 3
+}
 /// How often leases are renewed (and a writer looks for migrators).
 const RENEW_EVERY: Duration = Duration::from_secs(5);
 /// A writer that has not written for this long gives its lease up.
@@ -56,11 +63,12 @@ const LIVE: &str = "argMax(until, seq) > now64(6)";
 const TAKE: &str = "INSERT INTO write_gate (role, holder, seq, until) \
     SELECT {role:String}, {holder:UInt64}, {seq:UInt64}, now64(6) + toIntervalMillisecond({lease_ms:UInt32})";
 
-/// Renews a lease, only if it is still live: one that ran out stays out.
+/// Renews a lease, only if it is still live: one that ran out stays out. (One group: a row,
+/// or none.)
 const RENEW: &str = "INSERT INTO write_gate (role, holder, seq, until) \
     SELECT {role:String}, {holder:UInt64}, {seq:UInt64}, now64(6) + toIntervalMillisecond({lease_ms:UInt32}) \
     FROM write_gate WHERE role = {role:String} AND holder = {holder:UInt64} \
-    HAVING argMax(until, seq) > now64(6)";
+    GROUP BY holder HAVING argMax(until, seq) > now64(6)";
 
 /// Gives a lease up.
 const RELEASE: &str = "INSERT INTO write_gate (role, holder, seq, until) \
@@ -72,7 +80,7 @@ const LIVE_LEASES: &str = "SELECT holder FROM write_gate WHERE role = {role:Stri
 
 /// The two sides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Role {
+pub enum Role {
     Writer,
     Migrator,
 }
@@ -91,28 +99,43 @@ struct Holder {
     role: Role,
     id: u64,
     seq: AtomicU64,
+    lease: Duration,
 }
 
 impl Holder {
-    fn new(role: Role) -> Self {
+    fn new(role: Role, lease: Duration) -> Self {
         Self {
             role,
             id: random(),
             seq: AtomicU64::new(0),
+            lease,
         }
     }
 
     /// Writes one of [`TAKE`], [`RENEW`] or [`RELEASE`] with the next sequence number, so the
-    /// last one sent is the one that counts, whichever lands last.
+    /// last one sent is the one that counts, whichever lands last. A busy answer is tried
+    /// again a few times (on a cluster, a quorum insert refuses while another is under way).
     async fn write(&self, db: &Db, statement: &str) -> Result<(), DbError> {
-        db.write("write_gate_lease", statement)
-            .param("role", self.role.as_str())
-            .param("holder", self.id)
-            .param("seq", self.seq.fetch_add(1, SeqCst) + 1)
-            .param("lease_ms", LEASE.as_millis() as u32)
-            .consistent(db)
-            .execute(db, db.default_deadline())
-            .await
+        let seq = self.seq.fetch_add(1, SeqCst) + 1;
+        let mut tries = 0;
+        loop {
+            let written = db
+                .write("write_gate_lease", statement)
+                .param("role", self.role.as_str())
+                .param("holder", self.id)
+                .param("seq", seq)
+                .param("lease_ms", self.lease.as_millis() as u32)
+                .consistent(db)
+                .execute(db, db.default_deadline())
+                .await;
+            match written {
+                Err(DbError::Busy) if tries < 5 => {
+                    tries += 1;
+                    tokio::time::sleep(Duration::from_millis(50 + random() % 200)).await;
+                }
+                other => return other,
+            }
+        }
     }
 
     /// Renews the lease; `false` when it had run out (and stays out).
@@ -136,7 +159,7 @@ impl Holder {
 }
 
 /// The holders of live leases of `role`.
-async fn live(db: &Db, role: Role) -> Result<Vec<u64>, DbError> {
+pub async fn live(db: &Db, role: Role) -> Result<Vec<u64>, DbError> {
     db.read("write_gate_live", LIVE_LEASES)
         .param("role", role.as_str())
         .consistent(db)
@@ -196,6 +219,12 @@ pub struct WritePermit {
     gate: Arc<WriterGate>,
 }
 
+impl std::fmt::Debug for WritePermit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WritePermit")
+    }
+}
+
 impl Drop for WritePermit {
     fn drop(&mut self) {
         *self.gate.last_write.lock().expect("gate clock") = Instant::now();
@@ -206,7 +235,7 @@ impl Drop for WritePermit {
 impl WriterGate {
     pub(crate) fn new() -> Self {
         Self {
-            holder: Holder::new(Role::Writer),
+            holder: Holder::new(Role::Writer, LEASE),
             running: AtomicUsize::new(0),
             fenced: AtomicBool::new(false),
             lease: tokio::sync::Mutex::new(None),
@@ -220,6 +249,13 @@ impl WriterGate {
         WritePermit { gate: self.clone() }
     }
 
+    /// Gives the lease up if it is held and no write runs (the lock held).
+    async fn give_up_if_idle(&self, db: &Db, lease: &mut Option<Instant>) {
+        if lease.is_some() && self.running.load(SeqCst) == 0 {
+            self.give_up(db, lease).await;
+        }
+    }
+
     /// Gives the lease up (the lock held).
     async fn give_up(&self, db: &Db, lease: &mut Option<Instant>) {
         *lease = Some(Instant::now());
@@ -231,17 +267,29 @@ impl WriterGate {
         }
     }
 
-    /// Renews the lease (the lock held).
+    /// Renews the lease (the lock held). One that ran out while writes run is taken again at
+    /// once, and a migration seen then fences the writes as in [`try_enter`].
     async fn renew(&self, db: &Db, lease: &mut Option<Instant>) -> Result<(), DbError> {
         let renewed = Instant::now();
         if self.holder.renew(db).await? {
-            *lease = Some(renewed + LEASE - LEASE_MARGIN);
-        } else {
-            tracing::error!(
-                running = self.running.load(SeqCst),
-                "the write lease ran out (clickhouse missed its renewals for a minute)"
-            );
-            *lease = None;
+            *lease = Some(usable_until(renewed, LEASE));
+            return Ok(());
+        }
+        let running = self.running.load(SeqCst);
+        tracing::error!(
+            running,
+            "the write lease ran out (clickhouse missed its renewals for a minute)"
+        );
+        *lease = None;
+        if running > 0 {
+            *lease = Some(renewed);
+            self.holder.write(db, TAKE).await?;
+            if live(db, Role::Migrator).await?.is_empty() {
+                *lease = Some(usable_until(renewed, LEASE));
+            } else {
+                tracing::error!("a migration started while writes ran without a lease");
+                self.fenced.store(true, SeqCst);
+            }
         }
         Ok(())
     }
@@ -290,13 +338,11 @@ async fn try_enter(gate: &Arc<WriterGate>, db: &Db) -> Result<Option<WritePermit
     *lease = Some(taken);
     gate.holder.write(db, TAKE).await?;
     if live(db, Role::Migrator).await?.is_empty() {
-        *lease = Some(taken + LEASE - LEASE_MARGIN);
+        *lease = Some(usable_until(taken, LEASE));
         return Ok(Some(gate.permit()));
     }
     gate.fenced.store(true, SeqCst);
-    if gate.running.load(SeqCst) == 0 {
-        gate.give_up(db, &mut lease).await;
-    }
+    gate.give_up_if_idle(db, &mut lease).await;
     Ok(None)
 }
 
@@ -304,9 +350,7 @@ async fn try_enter(gate: &Arc<WriterGate>, db: &Db) -> Result<Option<WritePermit
 /// stopped server) does not hold a migration up until its lease runs out.
 pub(crate) async fn release(gate: &WriterGate, db: &Db) {
     let mut lease = gate.lease.lock().await;
-    if lease.is_some() && gate.running.load(SeqCst) == 0 {
-        gate.give_up(db, &mut lease).await;
-    }
+    gate.give_up_if_idle(db, &mut lease).await;
 }
 
 /// Starts the task that renews this process's writer lease, gives it up when idle or when a
@@ -367,31 +411,81 @@ pub struct MigratorLease {
     db: Db,
     holder: Arc<Holder>,
     renewer: tokio::task::JoinHandle<()>,
-    /// When the lease was last renewed, and whether it ran out.
+    /// When the lease was last renewed (taken, at first).
     renewed: Arc<std::sync::Mutex<Instant>>,
+    /// Whether a renewal found it run out.
     lost: Arc<AtomicBool>,
 }
 
 impl MigratorLease {
     /// Takes a migrator lease once no other migration runs, then waits until no write runs.
     pub async fn acquire(db: &Db) -> Result<Self, DbError> {
-        let holder = Arc::new(Holder::new(Role::Migrator));
+        Self::acquire_lasting(db, LEASE).await
+    }
+
+    /// [`Self::acquire`] with a lease of another length (tests use a short one).
+    pub async fn acquire_lasting(db: &Db, lease: Duration) -> Result<Self, DbError> {
         let mut told = false;
         loop {
-            holder.write(db, TAKE).await?;
-            let others = patiently(|| live(db, Role::Migrator)).await?;
-            if others.iter().all(|&other| other == holder.id) {
-                break;
+            let holder = Arc::new(Holder::new(Role::Migrator, lease));
+            let taken = Instant::now();
+            let attempt = Self::attempt(db, &holder, taken).await;
+            match attempt {
+                Ok(Some(lease)) => return Ok(lease),
+                Ok(None) => {}
+                Err(error) => {
+                    // Best effort: otherwise it runs out by itself.
+                    let _ = holder.write(db, RELEASE).await;
+                    return Err(error);
+                }
             }
-            // Two that start at once may see each other: both step back, for different times.
-            holder.write(db, RELEASE).await?;
             if !told {
                 told = true;
                 tracing::warn!("another migrate is running; waiting for it to end");
             }
+            // Two that start at once may see each other: both step back, for different times.
             tokio::time::sleep(POLL + Duration::from_millis(random() % 1500)).await;
         }
-        let renewed = Arc::new(std::sync::Mutex::new(Instant::now()));
+    }
+
+    /// Takes the lease and waits for the writes; `None` (the lease given up) when another
+    /// migration runs, or when the lease ran out while waiting.
+    async fn attempt(
+        db: &Db,
+        holder: &Arc<Holder>,
+        taken: Instant,
+    ) -> Result<Option<Self>, DbError> {
+        holder.write(db, TAKE).await?;
+        let migrators = patiently(|| live(db, Role::Migrator)).await?;
+        if migrators != [holder.id] {
+            holder.write(db, RELEASE).await?;
+            return Ok(None);
+        }
+        let lease = Self::renewing(db, holder.clone(), taken);
+        let mut told = false;
+        loop {
+            let writers = patiently(|| live(db, Role::Writer)).await?;
+            if !lease.holds() {
+                lease.end().await;
+                return Ok(None);
+            }
+            if writers.is_empty() {
+                return Ok(Some(lease));
+            }
+            if !told {
+                told = true;
+                tracing::warn!(
+                    writers = writers.len(),
+                    "waiting for running writes (ingest, pushes, reindex, forget) to pause"
+                );
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// The lease taken at `taken`, from now on renewed in the background.
+    fn renewing(db: &Db, holder: Arc<Holder>, taken: Instant) -> Self {
+        let renewed = Arc::new(std::sync::Mutex::new(taken));
         let lost = Arc::new(AtomicBool::new(false));
         let renewer = {
             let (db, holder, renewed, lost) =
@@ -411,46 +505,21 @@ impl MigratorLease {
                 }
             })
         };
-        let lease = Self {
+        Self {
             db: db.clone(),
             holder,
             renewer,
             renewed,
             lost,
-        };
-        match lease.wait_for_writes().await {
-            Ok(()) => Ok(lease),
-            Err(error) => {
-                lease.end().await;
-                Err(error)
-            }
         }
     }
 
-    async fn wait_for_writes(&self) -> Result<(), DbError> {
-        let mut told = false;
-        loop {
-            let writers = patiently(|| live(&self.db, Role::Writer)).await?;
-            if writers.is_empty() {
-                return Ok(());
-            }
-            if !told {
-                told = true;
-                tracing::warn!(
-                    writers = writers.len(),
-                    "waiting for running writes (ingest, pushes, reindex, forget) to pause"
-                );
-            }
-            tokio::time::sleep(POLL).await;
-        }
-    }
-
-    /// Whether the lease is surely still live: renewed within the margin, and never found
-    /// run out. A migration checks before each statement, since writers resume once it has
-    /// run out.
+    /// Whether the lease is surely still live: renewed recently enough, and never found run
+    /// out. A migration checks before each statement, since writers resume once it has run
+    /// out.
     pub fn holds(&self) -> bool {
-        !self.lost.load(SeqCst)
-            && self.renewed.lock().expect("renewal clock").elapsed() < LEASE - LEASE_MARGIN
+        let renewed = *self.renewed.lock().expect("renewal clock");
+        !self.lost.load(SeqCst) && Instant::now() < usable_until(renewed, self.holder.lease)
     }
 
     /// Gives the lease up: writes resume.

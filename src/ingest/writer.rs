@@ -96,13 +96,33 @@ pub async fn write_batch(
     version: u64,
     when_migrating: WhenMigrating,
 ) -> Result<(), DbError> {
-    // The permit is asked for once the write's turn has come, so that a migration does not
-    // wait for writes that are only waiting to start.
-    db.paced_write(async {
-        let _permit = db.enter_write(when_migrating).await?;
-        write_now(db, batch, version).await
-    })
-    .await
+    let mut batch = Some(batch);
+    loop {
+        if when_migrating == WhenMigrating::Wait {
+            // A migration is waited out before the write's turn, not during it: a paced turn
+            // held for a migration would hold up the pushes of the same server.
+            drop(db.enter_write(WhenMigrating::Wait).await?);
+        }
+        // The permit is asked for once the write's turn has come, so that a migration does not
+        // wait for writes that are only waiting to start.
+        let written = db
+            .paced_write(async {
+                let permit = match db.enter_write(WhenMigrating::Refuse).await {
+                    Err(DbError::Migrating) if when_migrating == WhenMigrating::Wait => {
+                        return None;
+                    }
+                    Err(error) => return Some(Err(error)),
+                    Ok(permit) => permit,
+                };
+                let written = write_now(db, batch.take().expect("written once"), version).await;
+                drop(permit);
+                Some(written)
+            })
+            .await;
+        if let Some(written) = written {
+            return written;
+        }
+    }
 }
 
 async fn write_now(db: &Db, mut batch: Batch, version: u64) -> Result<(), DbError> {
