@@ -10,7 +10,7 @@ CREATE TABLE IF NOT EXISTS moraine.schema_migrations ON CLUSTER moraine (version
 
 -- write_gate
 -- in moraine
-CREATE TABLE IF NOT EXISTS moraine.write_gate ON CLUSTER moraine (role Enum8('writer' = 1, 'migrator' = 2), holder UInt64, seq UInt64, until DateTime64(6, 'UTC'), written DateTime64(6, 'UTC') DEFAULT now64(6)) ENGINE = ReplicatedMergeTree('/clickhouse/tables/{uuid}/all', '{shard}-{replica}') ORDER BY (role, holder, seq) TTL toDateTime(written) + INTERVAL 1 DAY;
+CREATE TABLE IF NOT EXISTS moraine.write_gate ON CLUSTER moraine (role Enum8('writer' = 1, 'migrator' = 2), holder UInt64, seq UInt64, until DateTime64(6, 'UTC'), label String, written DateTime64(6, 'UTC') DEFAULT now64(6)) ENGINE = ReplicatedMergeTree('/clickhouse/tables/{uuid}/all', '{shard}-{replica}') ORDER BY (role, holder, seq) TTL toDateTime(written) + INTERVAL 1 DAY;
 
 -- 001_canonical
 -- in moraine_local

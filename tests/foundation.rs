@@ -133,6 +133,15 @@ async fn a_migration_waits_for_writes_and_for_the_lease_of_a_writer_that_died() 
         .await
         .unwrap();
     let writing = writer.enter_write(WhenMigrating::Refuse).await.unwrap();
+    // A lease says what holds it, for the operator of a migration that waits.
+    let labels = gate::live_labelled(&writer, gate::Role::Writer)
+        .await
+        .unwrap();
+    let this = format!(", pid {}", std::process::id());
+    assert!(
+        labels.iter().any(|(_, label)| label.ends_with(&this)),
+        "{labels:?}"
+    );
     let config = settings.clickhouse.clone();
     let upgrade = tokio::spawn(async move { migrate::migrate(&config, &migrator).await });
     let still_waiting = |upgrade: &tokio::task::JoinHandle<_>| {

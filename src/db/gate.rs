@@ -52,7 +52,7 @@ const POLL: Duration = Duration::from_millis(500);
 /// [`crate::migrate`]); its rows live a day.
 pub const CREATE_TABLE: &str = "CREATE TABLE IF NOT EXISTS write_gate \
     (role Enum8('writer' = 1, 'migrator' = 2), holder UInt64, seq UInt64, \
-     until DateTime64(6, 'UTC'), written DateTime64(6, 'UTC') DEFAULT now64(6)) \
+     until DateTime64(6, 'UTC'), label String, written DateTime64(6, 'UTC') DEFAULT now64(6)) \
     ENGINE = MergeTree ORDER BY (role, holder, seq) \
     TTL toDateTime(written) + INTERVAL 1 DAY";
 
@@ -60,23 +60,25 @@ pub const CREATE_TABLE: &str = "CREATE TABLE IF NOT EXISTS write_gate \
 const LIVE: &str = "argMax(until, seq) > now64(6)";
 
 /// Takes a lease, live for `{lease_ms}` from now.
-const TAKE: &str = "INSERT INTO write_gate (role, holder, seq, until) \
-    SELECT {role:String}, {holder:UInt64}, {seq:UInt64}, now64(6) + toIntervalMillisecond({lease_ms:UInt32})";
+const TAKE: &str = "INSERT INTO write_gate (role, holder, seq, until, label) \
+    SELECT {role:String}, {holder:UInt64}, {seq:UInt64}, now64(6) + toIntervalMillisecond({lease_ms:UInt32}), \
+           {label:String}";
 
 /// Renews a lease, only if it is still live: one that ran out stays out. (One group: a row,
 /// or none.)
-const RENEW: &str = "INSERT INTO write_gate (role, holder, seq, until) \
-    SELECT {role:String}, {holder:UInt64}, {seq:UInt64}, now64(6) + toIntervalMillisecond({lease_ms:UInt32}) \
+const RENEW: &str = "INSERT INTO write_gate (role, holder, seq, until, label) \
+    SELECT {role:String}, {holder:UInt64}, {seq:UInt64}, now64(6) + toIntervalMillisecond({lease_ms:UInt32}), \
+           {label:String} \
     FROM write_gate WHERE role = {role:String} AND holder = {holder:UInt64} \
     GROUP BY holder HAVING argMax(until, seq) > now64(6)";
 
 /// Gives a lease up.
-const RELEASE: &str = "INSERT INTO write_gate (role, holder, seq, until) \
-        SELECT {role:String}, {holder:UInt64}, {seq:UInt64}, toDateTime64(0, 6, 'UTC')";
+const RELEASE: &str = "INSERT INTO write_gate (role, holder, seq, until, label) \
+    SELECT {role:String}, {holder:UInt64}, {seq:UInt64}, toDateTime64(0, 6, 'UTC'), {label:String}";
 
-/// The holders of live leases of a role.
-const LIVE_LEASES: &str = "SELECT holder FROM write_gate WHERE role = {role:String} \
-    GROUP BY holder HAVING argMax(until, seq) > now64(6)";
+/// The holders of live leases of a role, and what they are.
+const LIVE_LEASES: &str = "SELECT holder, argMax(label, seq) FROM write_gate WHERE role = {role:String} \
+    GROUP BY holder HAVING argMax(until, seq) > now64(6) ORDER BY holder";
 
 /// The two sides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,6 +102,8 @@ struct Holder {
     id: u64,
     seq: AtomicU64,
     lease: Duration,
+    /// What holds it, for an operator reading who a migration waits for.
+    label: String,
 }
 
 impl Holder {
@@ -109,6 +113,7 @@ impl Holder {
             id: random(),
             seq: AtomicU64::new(0),
             lease,
+            label: process_label(),
         }
     }
 
@@ -125,6 +130,7 @@ impl Holder {
                 .param("holder", self.id)
                 .param("seq", seq)
                 .param("lease_ms", self.lease.as_millis() as u32)
+                .param("label", &self.label)
                 .consistent(db)
                 .execute(db, db.default_deadline())
                 .await;
@@ -160,11 +166,36 @@ impl Holder {
 
 /// The holders of live leases of `role`.
 pub async fn live(db: &Db, role: Role) -> Result<Vec<u64>, DbError> {
+    Ok(live_labelled(db, role)
+        .await?
+        .into_iter()
+        .map(|(holder, _)| holder)
+        .collect())
+}
+
+/// The holders of live leases of `role`, each with what it is (`serve on host-a, pid 812`).
+pub async fn live_labelled(db: &Db, role: Role) -> Result<Vec<(u64, String)>, DbError> {
     db.read("write_gate_live", LIVE_LEASES)
         .param("role", role.as_str())
         .consistent(db)
         .fetch_all(db, db.default_deadline())
         .await
+}
+
+/// This process, as a lease's label: its command, host and process ID.
+fn process_label() -> String {
+    let command = std::env::args()
+        .nth(1)
+        .filter(|arg| !arg.starts_with('-'))
+        .unwrap_or_else(|| "moraine-mcp".into());
+    // Linux names the host here; elsewhere the shell's variable, if exported.
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|host| host.trim().to_owned())
+        .filter(|host| !host.is_empty())
+        .unwrap_or_else(|| "an unnamed host".into());
+    format!("{command} on {host}, pid {}", std::process::id())
 }
 
 /// Runs `step` again while ClickHouse does not answer, for up to [`LEASE`]: a wait that may
@@ -462,9 +493,9 @@ impl MigratorLease {
             return Ok(None);
         }
         let lease = Self::renewing(db, holder.clone(), taken);
-        let mut told = false;
+        let mut told = Vec::new();
         loop {
-            let writers = patiently(|| live(db, Role::Writer)).await?;
+            let writers = patiently(|| live_labelled(db, Role::Writer)).await?;
             if !lease.holds() {
                 lease.end().await;
                 return Ok(None);
@@ -472,12 +503,14 @@ impl MigratorLease {
             if writers.is_empty() {
                 return Ok(Some(lease));
             }
-            if !told {
-                told = true;
+            // Said again only when the writers waited for change.
+            if writers != told {
+                let names: Vec<&str> = writers.iter().map(|(_, label)| label.as_str()).collect();
                 tracing::warn!(
-                    writers = writers.len(),
+                    writers = %names.join("; "),
                     "waiting for running writes (ingest, pushes, reindex, forget) to pause"
                 );
+                told = writers;
             }
             tokio::time::sleep(POLL).await;
         }
