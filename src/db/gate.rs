@@ -35,18 +35,19 @@ use super::{Db, DbError};
 /// How long a lease lasts unless renewed.
 const LEASE: Duration = Duration::from_secs(60);
 
-/// Until when a lease of length `lease` renewed at `at` may be relied on: a writer starts a
-/// write under it, and a migration runs a statement, only while a third of it is left by their
-/// own reckoning (the keeper renews it while writes run).
-fn usable_until(at: Instant, lease: Duration) -> Instant {
-    at + lease - lease / 3
-}
 /// How often leases are renewed (and a writer looks for migrators).
 const RENEW_EVERY: Duration = Duration::from_secs(5);
 /// A writer that has not written for this long gives its lease up.
 const IDLE: Duration = Duration::from_secs(10);
 /// How often a side that waits for the other looks again.
 const POLL: Duration = Duration::from_millis(500);
+
+/// Until when a lease of length `lease` renewed at `at` may be relied on: a writer starts a
+/// write under it, and a migration runs a statement, only while a third of it is left by their
+/// own reckoning (the keeper renews it while writes run).
+fn usable_until(at: Instant, lease: Duration) -> Instant {
+    at + lease - lease / 3
+}
 
 /// The gate's table. Created with `schema_migrations`, before any migration (see
 /// [`crate::migrate`]); its rows live a day.
