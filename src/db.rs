@@ -326,6 +326,7 @@ impl Db {
             name,
             inner: self.client.query(sql).with_setting("readonly", "2"),
             abandon: Abandon::WhenDown,
+            queued: true,
         }
     }
 
@@ -335,6 +336,7 @@ impl Db {
             name,
             inner: self.client.query(sql),
             abandon: Abandon::Never,
+            queued: true,
         }
     }
 
@@ -384,12 +386,13 @@ impl Db {
         Instant::now() + self.query_timeout
     }
 
-    /// Runs one query under a slot, the deadline and the metrics.
+    /// Runs one query under a slot (unless `queued` is false), the deadline and the metrics.
     async fn run<T>(
         &self,
         name: &'static str,
         deadline: Instant,
         abandon: Abandon,
+        queued: bool,
         query: impl std::future::Future<Output = Result<T, clickhouse::error::Error>>,
     ) -> Result<T, DbError> {
         let started = Instant::now();
@@ -401,24 +404,9 @@ impl Db {
             self.metrics.observe_query(name, 0.0, Some("unavailable"));
             return Err(not_answering());
         }
-        // The pool's own wait (the configured queue timeout), cut short by the deadline and by
-        // what the current tool call has left of its queue wait.
-        let mut timeouts = self.slots.timeouts();
-        let call_wait = QUEUE_DEADLINE
-            .try_with(|until| until.saturating_duration_since(started))
-            .unwrap_or(Duration::MAX);
-        timeouts.wait = timeouts.wait.map(|wait| wait.min(remaining).min(call_wait));
-        let _slot = match self.slots.timeout_get(&timeouts).await {
-            Ok(slot) => slot,
-            Err(managed::PoolError::Timeout(_)) if Instant::now() >= deadline => {
-                return Err(DbError::Deadline);
-            }
-            Err(managed::PoolError::Timeout(_)) => {
-                self.metrics
-                    .observe_query(name, started.elapsed().as_secs_f64(), Some("busy"));
-                return Err(DbError::Busy);
-            }
-            Err(e) => return Err(DbError::Protocol(e.to_string())),
+        let _slot = match queued {
+            true => Some(self.slot(name, started, deadline).await?),
+            false => None,
         };
         let _in_flight = self.metrics.query_in_flight();
         let mut answering = self.answering.subscribe();
@@ -442,6 +430,34 @@ impl Db {
         result
     }
 
+    /// A query slot, waited for at most the configured queue timeout, cut short by the
+    /// deadline and by what the current tool call has left of its queue wait.
+    async fn slot(
+        &self,
+        name: &'static str,
+        started: Instant,
+        deadline: Instant,
+    ) -> Result<managed::Object<Slots>, DbError> {
+        let mut timeouts = self.slots.timeouts();
+        let call_wait = QUEUE_DEADLINE
+            .try_with(|until| until.saturating_duration_since(started))
+            .unwrap_or(Duration::MAX);
+        let remaining = deadline.saturating_duration_since(started);
+        timeouts.wait = timeouts.wait.map(|wait| wait.min(remaining).min(call_wait));
+        match self.slots.timeout_get(&timeouts).await {
+            Ok(slot) => Ok(slot),
+            Err(managed::PoolError::Timeout(_)) if Instant::now() >= deadline => {
+                Err(DbError::Deadline)
+            }
+            Err(managed::PoolError::Timeout(_)) => {
+                self.metrics
+                    .observe_query(name, started.elapsed().as_secs_f64(), Some("busy"));
+                Err(DbError::Busy)
+            }
+            Err(e) => Err(DbError::Protocol(e.to_string())),
+        }
+    }
+
     /// Inserts `rows` into `table` in one request, under a slot and the general query timeout.
     pub async fn insert<T>(
         &self,
@@ -458,7 +474,7 @@ impl Db {
         }
         let deadline = self.default_deadline();
         let client = &self.client;
-        self.run(name, deadline, Abandon::Never, async move {
+        self.run(name, deadline, Abandon::Never, true, async move {
             let mut insert = client.insert::<T>(table).await?;
             for (key, value) in settings {
                 insert = insert.with_setting(*key, *value);
@@ -593,6 +609,8 @@ pub struct Query {
     name: &'static str,
     inner: clickhouse::query::Query,
     abandon: Abandon,
+    /// Whether it waits for a query slot (see [`Query::unqueued`]).
+    queued: bool,
 }
 
 impl Query {
@@ -604,6 +622,13 @@ impl Query {
 
     pub fn setting(mut self, name: &str, value: impl Into<String>) -> Self {
         self.inner = self.inner.with_setting(name, value.into());
+        self
+    }
+
+    /// Runs without waiting for a query slot: the write gate's leases, a statement every few
+    /// seconds per process, are renewed on time however busy the slots are with tool calls.
+    pub fn unqueued(mut self) -> Self {
+        self.queued = false;
         self
     }
 
@@ -625,8 +650,14 @@ impl Query {
         T: clickhouse::RowOwned + clickhouse::RowRead,
     {
         let query = with_time_limit(self.inner, deadline);
-        db.run(self.name, deadline, self.abandon, query.fetch_all::<T>())
-            .await
+        db.run(
+            self.name,
+            deadline,
+            self.abandon,
+            self.queued,
+            query.fetch_all::<T>(),
+        )
+        .await
     }
 
     /// Fetches at most one row, within `deadline`.
@@ -639,6 +670,7 @@ impl Query {
             self.name,
             deadline,
             self.abandon,
+            self.queued,
             query.fetch_optional::<T>(),
         )
         .await
@@ -647,8 +679,14 @@ impl Query {
     /// Runs a statement, within `deadline`.
     pub async fn execute(self, db: &Db, deadline: Instant) -> Result<(), DbError> {
         let query = with_time_limit(self.inner, deadline);
-        db.run(self.name, deadline, self.abandon, query.execute())
-            .await
+        db.run(
+            self.name,
+            deadline,
+            self.abandon,
+            self.queued,
+            query.execute(),
+        )
+        .await
     }
 }
 

@@ -133,6 +133,7 @@ impl Holder {
                 .param("lease_ms", self.lease.as_millis() as u32)
                 .param("label", &self.label)
                 .consistent(db)
+                .unqueued()
                 .execute(db, db.default_deadline())
                 .await;
             match written {
@@ -159,6 +160,7 @@ impl Holder {
             .param("role", self.role.as_str())
             .param("holder", self.id)
             .consistent(db)
+            .unqueued()
             .fetch_optional(db, db.default_deadline())
             .await?;
         Ok(live == Some(1))
@@ -179,6 +181,7 @@ pub async fn live_labelled(db: &Db, role: Role) -> Result<Vec<(u64, String)>, Db
     db.read("write_gate_live", LIVE_LEASES)
         .param("role", role.as_str())
         .consistent(db)
+        .unqueued()
         .fetch_all(db, db.default_deadline())
         .await
 }
