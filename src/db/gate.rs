@@ -188,9 +188,15 @@ pub async fn live_labelled(db: &Db, role: Role) -> Result<Vec<(u64, String)>, Db
 
 /// This process, as a lease's label: its command, host and process ID.
 fn process_label() -> String {
-    let command = std::env::args()
-        .nth(1)
-        .filter(|arg| !arg.starts_with('-'))
+    // The first argument that names a command that writes or migrates (options come before
+    // it); arguments that are not text are skipped.
+    let commands = [
+        "up", "serve", "ingest", "reindex", "forget", "migrate", "bench",
+    ];
+    let command = std::env::args_os()
+        .skip(1)
+        .filter_map(|arg| arg.into_string().ok())
+        .find(|arg| commands.contains(&arg.as_str()))
         .unwrap_or_else(|| "moraine-mcp".into());
     // Linux names the host here; elsewhere the shell's variable, if exported.
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
@@ -509,7 +515,13 @@ impl MigratorLease {
             }
             // Said again only when the writers waited for change.
             if writers != told {
-                let names: Vec<&str> = writers.iter().map(|(_, label)| label.as_str()).collect();
+                let names: Vec<String> = writers
+                    .iter()
+                    .map(|(holder, label)| match label.as_str() {
+                        "" => format!("holder {holder:016x}"),
+                        label => label.to_owned(),
+                    })
+                    .collect();
                 tracing::warn!(
                     writers = %names.join("; "),
                     "waiting for running writes (ingest, pushes, reindex, forget) to pause"
