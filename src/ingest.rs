@@ -164,16 +164,17 @@ pub async fn run(
 ) -> Result<Summary, IngestError> {
     let db = &db.for_writes();
     let lock = lock::IngestLock::acquire(config).await;
-    let outcome = match &lock {
+    let outcome = async {
         // The last run died while writing: its inserts may be half stored. Settled before
         // this run reads checkpoints, since it writes again what the checkpoints do not cover.
-        Some(lock) if lock.failed_write_noted() => repair(db, lock).await,
-        _ => Ok(()),
-    };
-    let outcome = match outcome {
-        Ok(()) => run_locked(config, db, files, show_progress).await,
-        Err(error) => Err(error.into()),
-    };
+        if let Some(lock) = &lock
+            && lock.failed_write_noted()
+        {
+            repair(db, lock).await?;
+        }
+        run_locked(config, db, files, show_progress).await
+    }
+    .await;
     if let (Some(lock), Err(IngestError::Db(_))) = (&lock, &outcome) {
         lock.note_failed_write();
     }

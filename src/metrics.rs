@@ -151,7 +151,6 @@ impl Metrics {
             "Failed ClickHouse queries by query and kind",
             &["query", "kind"],
         );
-
         let slots = gauge(
             "clickhouse_query_slots",
             "ClickHouse query slots (clickhouse.max_concurrent_queries)",

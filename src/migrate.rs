@@ -138,13 +138,17 @@ pub async fn migrate_to(
             .iter()
             .any(|m| m.version <= version && !applied.iter().any(|a| a.version == m.version))
     };
-    if !pending(&read_applied(db).await?) {
-        return apply(&plan, db, version, None).await;
+    let applied = read_applied(db).await?;
+    if !pending(&applied) {
+        return apply(&plan, db, version, &applied, None).await;
     }
     // Writers pause and other migrations wait while this one runs (see `gate`); what is
     // pending is read again once it is this run's turn.
     let lease = gate::MigratorLease::acquire(db).await?;
-    let report = apply(&plan, db, version, Some(&lease)).await;
+    let report = match read_applied(db).await {
+        Ok(applied) => apply(&plan, db, version, &applied, Some(&lease)).await,
+        Err(error) => Err(error.into()),
+    };
     lease.end().await;
     report
 }
@@ -158,16 +162,17 @@ async fn read_applied(db: &Db) -> Result<Vec<Applied>, DbError> {
     .await
 }
 
-/// Applies the migrations up to `version` that `schema_migrations` does not list, after
-/// checking that those it lists are this build's; each statement only while `lease` holds.
+/// Applies the migrations up to `version` that `applied` (as `schema_migrations` lists them)
+/// does not hold, after checking that those it holds are this build's; each statement only
+/// while `lease` holds.
 async fn apply(
     plan: &Plan<'_>,
     db: &Db,
     version: u32,
+    applied: &[Applied],
     lease: Option<&gate::MigratorLease>,
 ) -> Result<MigrateReport, MigrateError> {
     let lease_holds = || lease.is_none_or(gate::MigratorLease::holds);
-    let applied = read_applied(db).await?;
     if let Some(newest) = applied.iter().map(|a| a.version).max()
         && newest > latest_version()
     {

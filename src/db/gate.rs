@@ -57,9 +57,6 @@ pub const CREATE_TABLE: &str = "CREATE TABLE IF NOT EXISTS write_gate \
     ENGINE = MergeTree ORDER BY (role, holder, seq) \
     TTL toDateTime(written) + INTERVAL 1 DAY";
 
-/// A holder's lease is its row of highest `seq`.
-const LIVE: &str = "argMax(until, seq) > now64(6)";
-
 /// Takes a lease, live for `{lease_ms}` from now.
 const TAKE: &str = "INSERT INTO write_gate (role, holder, seq, until, label) \
     SELECT {role:String}, {holder:UInt64}, {seq:UInt64}, now64(6) + toIntervalMillisecond({lease_ms:UInt32}), \
@@ -104,7 +101,7 @@ struct Holder {
     seq: AtomicU64,
     lease: Duration,
     /// What holds it, for an operator reading who a migration waits for.
-    label: String,
+    label: &'static str,
 }
 
 impl Holder {
@@ -131,7 +128,7 @@ impl Holder {
                 .param("holder", self.id)
                 .param("seq", seq)
                 .param("lease_ms", self.lease.as_millis() as u32)
-                .param("label", &self.label)
+                .param("label", self.label)
                 .consistent(db)
                 .unqueued()
                 .execute(db, db.default_deadline())
@@ -149,21 +146,7 @@ impl Holder {
     /// Renews the lease; `false` when it had run out (and stays out).
     async fn renew(&self, db: &Db) -> Result<bool, DbError> {
         self.write(db, RENEW).await?;
-        let live: Option<u8> = db
-            .read(
-                "write_gate_own",
-                &format!(
-                    "SELECT toUInt8({LIVE}) FROM write_gate \
-                     WHERE role = {{role:String}} AND holder = {{holder:UInt64}}"
-                ),
-            )
-            .param("role", self.role.as_str())
-            .param("holder", self.id)
-            .consistent(db)
-            .unqueued()
-            .fetch_optional(db, db.default_deadline())
-            .await?;
-        Ok(live == Some(1))
+        Ok(live(db, self.role).await?.contains(&self.id))
     }
 }
 
@@ -186,8 +169,13 @@ pub async fn live_labelled(db: &Db, role: Role) -> Result<Vec<(u64, String)>, Db
         .await
 }
 
-/// This process, as a lease's label: its command, host and process ID.
-fn process_label() -> String {
+/// This process, as a lease's label: its command, host and process ID (worked out once).
+fn process_label() -> &'static str {
+    static LABEL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    LABEL.get_or_init(describe_process)
+}
+
+fn describe_process() -> String {
     // The first argument that names a command that writes or migrates (options come before
     // it); arguments that are not text are skipped.
     let commands = [
@@ -466,12 +454,11 @@ impl MigratorLease {
 
     /// [`Self::acquire`] with a lease of another length (tests use a short one).
     pub async fn acquire_lasting(db: &Db, lease: Duration) -> Result<Self, DbError> {
+        // One holder for every attempt: each of its rows has a later sequence number.
+        let holder = Arc::new(Holder::new(Role::Migrator, lease));
         let mut told = false;
         loop {
-            let holder = Arc::new(Holder::new(Role::Migrator, lease));
-            let taken = Instant::now();
-            let attempt = Self::attempt(db, &holder, taken).await;
-            match attempt {
+            match Self::attempt(db, &holder, Instant::now()).await {
                 Ok(Some(lease)) => return Ok(lease),
                 Ok(None) => {}
                 Err(error) => {
