@@ -48,6 +48,7 @@ pub fn spawn(
     let addr = listener.local_addr()?;
     let (tools, query_log) = tools(&config, &db);
     tokio::spawn(crate::ingest::push::restore_push_metrics(db.clone()));
+    tokio::spawn(crate::capacity::watch(db.clone(), shutdown.clone()));
     tokio::spawn(db.clone().watch_health(
         HEALTH_WATCH,
         Duration::from_millis(config.clickhouse.health_timeout_ms),

@@ -601,7 +601,7 @@ async fn measure_service(
         .query_means()
         .into_iter()
         .filter(|(name, _, _)| {
-            ["bench", "ingest", "migrate"]
+            ["bench", "ingest", "migrate", "store"]
                 .iter()
                 .all(|p| !name.starts_with(p))
         })

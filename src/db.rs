@@ -367,6 +367,11 @@ impl Db {
         self.cluster.is_some()
     }
 
+    /// The cluster the schema lives on (`clickhouse.cluster`), if any.
+    pub(crate) fn cluster(&self) -> Option<&crate::migrate::Cluster> {
+        self.cluster.as_deref()
+    }
+
     /// The handle for a writer that reads what it wrote (checkpoints, stored events): on a
     /// cluster, reads and inserts go to the first replica of each shard that answers, not to
     /// any, so a read never meets a replica that has not yet received a write.

@@ -13,13 +13,15 @@
 //! - [`ingest`]: agent logs → sessions, turns, events and the search index; [`rows`] are the
 //!   stored rows ingest writes and the tools read.
 //! - [`db`] (the shared ClickHouse handle), [`migrate`] (schema), [`embedded`] (the local engine).
-//! - `tokenize` (shared by indexing and queries), `text`, [`ids`], [`vocab`], [`metrics`],
-//!   `telemetry`, `demo`, `bench` (the benchmark harness).
+//! - `tokenize` (shared by indexing and queries), `text`, [`ids`], [`vocab`], [`metrics`]
+//!   (with `capacity`, the store's size in them), `telemetry`, `demo`, `bench` (the benchmark
+//!   harness).
 
 pub mod app;
 pub(crate) mod auth;
 #[cfg(feature = "bench")]
 pub(crate) mod bench;
+pub(crate) mod capacity;
 pub mod cli;
 pub mod config;
 pub mod db;

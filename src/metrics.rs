@@ -87,6 +87,13 @@ struct Inner {
     local_last_run: prometheus::Gauge,
     paced_writes: prometheus::IntCounter,
     paced_seconds: prometheus::Counter,
+    store_documents: IntGauge,
+    store_table_rows: IntGaugeVec,
+    store_table_bytes: IntGaugeVec,
+    store_table_parts: IntGaugeVec,
+    store_disk_free: IntGaugeVec,
+    store_disk_total: IntGaugeVec,
+    store_refreshed: prometheus::Gauge,
 }
 
 impl Metrics {
@@ -255,6 +262,59 @@ impl Metrics {
             )
             .expect("valid counter"),
         );
+        let store_documents = gauge(
+            "store_documents",
+            "Searchable documents (events) in the store, as search statistics count them",
+        );
+        let per_server = |opts: Opts, of: &str| {
+            registered(
+                &registry,
+                IntGaugeVec::new(opts, &["host", of]).expect("valid gauge"),
+            )
+        };
+        let store_table_rows = per_server(
+            Opts::new(
+                "store_table_rows",
+                "Rows in each table's active parts, by ClickHouse server",
+            ),
+            "table",
+        );
+        let store_table_bytes = per_server(
+            Opts::new(
+                "store_table_bytes",
+                "Bytes on disk of each table's active parts, by ClickHouse server",
+            ),
+            "table",
+        );
+        let store_table_parts = per_server(
+            Opts::new(
+                "store_table_parts",
+                "Active parts of each table, by ClickHouse server",
+            ),
+            "table",
+        );
+        let store_disk_free = per_server(
+            Opts::new(
+                "store_disk_free_bytes",
+                "Free space on each ClickHouse server's disks",
+            ),
+            "disk",
+        );
+        let store_disk_total = per_server(
+            Opts::new(
+                "store_disk_total_bytes",
+                "Size of each ClickHouse server's disks",
+            ),
+            "disk",
+        );
+        let store_refreshed = registered(
+            &registry,
+            prometheus::Gauge::new(
+                "store_last_refresh_timestamp_seconds",
+                "When the store_* figures were last read (Unix time)",
+            )
+            .expect("valid gauge"),
+        );
         // CPU, memory and open files of this process (Linux; elsewhere nothing is exported).
         #[cfg(target_os = "linux")]
         registry
@@ -299,6 +359,13 @@ impl Metrics {
                 local_last_run,
                 paced_writes,
                 paced_seconds,
+                store_documents,
+                store_table_rows,
+                store_table_bytes,
+                store_table_parts,
+                store_disk_free,
+                store_disk_total,
+                store_refreshed,
             }),
         };
         metrics.zero_fixed_labels();
@@ -553,6 +620,41 @@ impl Metrics {
         }
     }
 
+    /// What the store holds and each server's disk space, as just read: replaces the last
+    /// figures whole, so a table or server that is gone leaves no stale series.
+    pub(crate) fn observe_store(&self, store: &crate::capacity::Store) {
+        let inner = &self.inner;
+        inner
+            .store_documents
+            .set(i64::try_from(store.documents).unwrap_or(i64::MAX));
+        let tables = [
+            &inner.store_table_rows,
+            &inner.store_table_bytes,
+            &inner.store_table_parts,
+        ];
+        let disks = [&inner.store_disk_free, &inner.store_disk_total];
+        for vec in tables.iter().chain(&disks) {
+            vec.reset();
+        }
+        let set = |vec: &IntGaugeVec, labels: [&str; 2], value: u64| {
+            vec.with_label_values(&labels)
+                .set(i64::try_from(value).unwrap_or(i64::MAX));
+        };
+        for t in &store.tables {
+            let labels = [t.host.as_str(), t.table.as_str()];
+            for (vec, value) in tables.iter().zip([t.rows, t.bytes, t.parts]) {
+                set(vec, labels, value);
+            }
+        }
+        for d in &store.disks {
+            let labels = [d.host.as_str(), d.disk.as_str()];
+            for (vec, value) in disks.iter().zip([d.free, d.total]) {
+                set(vec, labels, value);
+            }
+        }
+        inner.store_refreshed.set(store.read_at);
+    }
+
     /// The Prometheus text exposition of every metric.
     pub fn render(&self) -> String {
         TextEncoder::new()
@@ -586,6 +688,58 @@ mod tests {
             assert!(buckets.contains(&edge));
         }
         assert!(buckets.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn test_a_store_reading_replaces_the_last_whole() {
+        use crate::capacity::{DiskSpace, Store, TableSize};
+        let metrics = Metrics::new(&SlaConfig::default());
+        let table = |host: &str, table: &str, rows: u64| TableSize {
+            host: host.into(),
+            table: table.into(),
+            rows,
+            bytes: rows * 10,
+            parts: 2,
+        };
+        let disk = DiskSpace {
+            host: "a".into(),
+            disk: "default".into(),
+            free: 5,
+            total: u64::MAX,
+        };
+        metrics.observe_store(&Store {
+            documents: 7,
+            tables: vec![table("a", "events", 7), table("a", "turns_coarse", 3)],
+            disks: vec![disk.clone()],
+            read_at: 100.0,
+        });
+        let text = metrics.render();
+        assert!(text.contains("moraine_mcp_store_documents 7"));
+        assert!(text.contains("moraine_mcp_store_table_rows{host=\"a\",table=\"turns_coarse\"} 3"));
+        // A size past i64 is shown as the largest gauge value, not wrapped.
+        let total: f64 = text
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("moraine_mcp_store_disk_total_bytes{disk=\"default\",host=\"a\"} ")
+            })
+            .expect("a disk series")
+            .parse()
+            .unwrap();
+        assert_eq!(total, i64::MAX as f64);
+        metrics.observe_store(&Store {
+            documents: 9,
+            tables: vec![table("a", "events", 9), table("b", "events", 9)],
+            disks: vec![disk],
+            read_at: 160.0,
+        });
+        let text = metrics.render();
+        assert!(
+            !text.contains("turns_coarse"),
+            "a table gone keeps no series"
+        );
+        assert!(text.contains("moraine_mcp_store_table_bytes{host=\"b\",table=\"events\"} 90"));
+        assert!(text.contains("moraine_mcp_store_table_parts{host=\"a\",table=\"events\"} 2"));
+        assert!(text.contains("moraine_mcp_store_last_refresh_timestamp_seconds 160"));
     }
 
     #[test]

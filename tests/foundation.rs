@@ -508,6 +508,143 @@ async fn healthz_follows_the_engine_without_a_restart() {
     drop(restarted);
 }
 
+/// `/metrics` shows what the store holds and the room left on its server: each table's rows
+/// and parts and each disk's space as the engine counts them, the searchable documents as search
+/// statistics count them, and, read again by a service started after more ingest, the growth.
+#[tokio::test]
+async fn metrics_show_the_store_size_and_the_room_left() {
+    let (config, db) = fresh_db().await;
+    let dir = std::env::temp_dir().join(format!("store-size-{}", uuid::Uuid::new_v4().simple()));
+    common::write_sessions(&dir.join("a"), 11, 3, 4, "capacity");
+    common::ingest_paths(&config, &db, &dir.join("a")).await;
+    // Another database on the same engine, which must not be counted.
+    let (other_config, other_db) = fresh_db().await;
+    common::write_sessions(&dir.join("other"), 13, 2, 3, "capacity");
+    common::ingest_paths(&other_config, &other_db, &dir.join("other")).await;
+    let (host, documents_before, events_before) = store_figures(&db).await;
+    assert!(documents_before > 0);
+
+    let page = store_page(config.clone(), db.clone()).await;
+    let host_label = format!("host=\"{host}\"");
+    let table = |name: &str, table: &str| {
+        common::metric_sum(&page, name, &[&host_label, &format!("table=\"{table}\"")])
+    };
+    assert_eq!(
+        common::metric_sum(&page, "moraine_mcp_store_documents", &[]),
+        documents_before as f64
+    );
+    assert_eq!(
+        table("moraine_mcp_store_table_rows{", "events"),
+        events_before as f64
+    );
+    for name in ["events", "postings", "sessions", "turns"] {
+        assert!(
+            table("moraine_mcp_store_table_bytes{", name) > 0.0,
+            "{name}"
+        );
+        assert!(
+            table("moraine_mcp_store_table_parts{", name) >= 1.0,
+            "{name}"
+        );
+    }
+    // Only this database's tables: another test's database on the same engine is not counted.
+    let engine_rows: Vec<(String, u64)> = db
+        .read(
+            "test",
+            "SELECT table, sum(rows) FROM system.parts WHERE database = currentDatabase() AND active GROUP BY table",
+        )
+        .fetch_all(&db, db.default_deadline())
+        .await
+        .unwrap();
+    for (table_name, rows) in &engine_rows {
+        if ["write_gate", "service_keys"].contains(&table_name.as_str())
+            || table_name.starts_with("search_")
+        {
+            continue; // may be written while the test runs
+        }
+        assert_eq!(
+            table("moraine_mcp_store_table_rows{", table_name),
+            *rows as f64,
+            "{table_name}"
+        );
+    }
+    for line in page
+        .lines()
+        .filter(|l| l.starts_with("moraine_mcp_store_table_rows{"))
+    {
+        assert!(
+            engine_rows
+                .iter()
+                .any(|(t, _)| line.contains(&format!("table=\"{t}\""))),
+            "a table of another database: {line}"
+        );
+    }
+    let free = common::metric_sum(&page, "moraine_mcp_store_disk_free_bytes", &[&host_label]);
+    let total = common::metric_sum(&page, "moraine_mcp_store_disk_total_bytes", &[&host_label]);
+    assert!(free > 0.0 && free <= total, "free {free} of {total}");
+
+    common::write_sessions(&dir.join("b"), 12, 5, 4, "capacity");
+    common::ingest_paths(&config, &db, &dir.join("b")).await;
+    let (_, documents_after, events_after) = store_figures(&db).await;
+    assert!(events_after > events_before);
+    let page = store_page(config, db).await;
+    assert_eq!(
+        common::metric_sum(&page, "moraine_mcp_store_documents", &[]),
+        documents_after as f64
+    );
+    assert_eq!(
+        common::metric_sum(
+            &page,
+            "moraine_mcp_store_table_rows{",
+            &[&host_label, "table=\"events\""]
+        ),
+        events_after as f64
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The server's name, the searchable documents and the stored events, as the engine counts them.
+async fn store_figures(db: &Db) -> (String, u64, u64) {
+    let rows: Vec<(String, u64, u64)> = db
+        .read(
+            "test",
+            "SELECT hostName(), assumeNotNull((SELECT toUInt64(sum(docs)) FROM corpus_stats)), \
+             assumeNotNull((SELECT count() FROM events))",
+        )
+        .fetch_all(db, db.default_deadline())
+        .await
+        .unwrap();
+    rows.into_iter().next().unwrap()
+}
+
+/// `/metrics` of a service started on `db`, once it has read the store's size (at start; `db`'s
+/// metrics may hold an earlier service's reading).
+async fn store_page(config: moraine_mcp::config::Settings, db: Db) -> String {
+    let since = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let server = TestServer::start(config, db).await;
+    let give_up = Instant::now() + Duration::from_secs(30);
+    let page = loop {
+        let reply = send("GET", &format!("{}/metrics", server.base), &[], "").await;
+        let page = reply.body;
+        if common::metric_sum(
+            &page,
+            "moraine_mcp_store_last_refresh_timestamp_seconds",
+            &[],
+        ) >= since
+        {
+            break page;
+        }
+        assert!(Instant::now() < give_up, "the store's size was never read");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    parse_prometheus(&page);
+    server.stop().await;
+    page
+}
+
 /// Checks the text exposition format line by line and returns the samples.
 fn parse_prometheus(text: &str) -> Vec<(String, String, f64)> {
     let mut samples = Vec::new();

@@ -830,6 +830,27 @@ EOF
       - {series: 'moraine_mcp_http_requests_total{job="moraine-mcp",instance="a",route="/healthz",method="GET",status="503"}', values: '0+1x30'}
     promql_expr_test:
       - {expr: 'ALERTS{alertstate="firing"}', eval_time: 20m, exp_samples: []}
+
+  # Capacity, reported by two instances: ch1 loses 1 GiB an hour with 100 GiB of 1 TiB left;
+  # ch2 has as little left but holds steady; ch3 is nearly full.
+  - interval: 1m
+    input_series:
+      - {series: 'up{job="moraine-mcp",instance="a"}', values: '1+0x600'}
+      - {series: 'up{job="moraine-mcp",instance="b"}', values: '1+0x600'}
+      - {series: 'moraine_mcp_store_disk_free_bytes{job="moraine-mcp",instance="a",host="ch1",disk="default"}', values: '107374182400-17895697x600'}
+      - {series: 'moraine_mcp_store_disk_free_bytes{job="moraine-mcp",instance="b",host="ch1",disk="default"}', values: '107374182400-17895697x600'}
+      - {series: 'moraine_mcp_store_disk_total_bytes{job="moraine-mcp",instance="a",host="ch1",disk="default"}', values: '1099511627776+0x600'}
+      - {series: 'moraine_mcp_store_disk_total_bytes{job="moraine-mcp",instance="b",host="ch1",disk="default"}', values: '1099511627776+0x600'}
+      - {series: 'moraine_mcp_store_disk_free_bytes{job="moraine-mcp",instance="a",host="ch2",disk="default"}', values: '107374182400+0x600'}
+      - {series: 'moraine_mcp_store_disk_total_bytes{job="moraine-mcp",instance="a",host="ch2",disk="default"}', values: '1099511627776+0x600'}
+      - {series: 'moraine_mcp_store_disk_free_bytes{job="moraine-mcp",instance="a",host="ch3",disk="default"}', values: '10737418240+0x600'}
+      - {series: 'moraine_mcp_store_disk_total_bytes{job="moraine-mcp",instance="a",host="ch3",disk="default"}', values: '1099511627776+0x600'}
+    promql_expr_test:
+      - expr: 'ALERTS{alertstate="firing"}'
+        eval_time: 9h
+        exp_samples:
+          - {labels: 'ALERTS{alertname="MoraineMcpDiskFillingUp",alertstate="firing",severity="warning",host="ch1",disk="default"}', value: 1}
+          - {labels: 'ALERTS{alertname="MoraineMcpDiskFull",alertstate="firing",severity="critical",host="ch3",disk="default"}', value: 1}
 EOF
 }
 
