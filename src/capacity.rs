@@ -14,11 +14,11 @@ use crate::db::{Db, DbError};
 /// How often the figures are read: they change with ingest, over minutes.
 pub(crate) const EVERY: Duration = Duration::from_secs(60);
 
-/// Each table's active parts, per server. `«parts»` and `«database»` name the local system
-/// table and database, or every replica's and the shards' database (see [`Store::read`]).
+/// Each table's active parts, per server. `«parts»` and `«databases»` name the local system
+/// table and database, or every replica's and the service's databases (see [`Store::read`]).
 const TABLES_SQL: &str = "SELECT hostName() AS host, table, sum(rows) AS rows, \
      sum(bytes_on_disk) AS bytes, count() AS parts FROM «parts» \
-     WHERE database = «database» AND active GROUP BY host, table ORDER BY host, table";
+     WHERE «databases» AND active GROUP BY host, table ORDER BY host, table";
 
 /// Each server's disks.
 const DISKS_SQL: &str = "SELECT hostName() AS host, name AS disk, free_space AS free, \
@@ -59,21 +59,33 @@ impl Store {
     /// Reads the figures: three small statements over system tables and `corpus_stats`.
     pub(crate) async fn read(db: &Db) -> Result<Self, DbError> {
         let deadline = db.default_deadline();
-        let (parts, disks, database) = match db.cluster() {
-            None => ("system.parts", "system.disks", "currentDatabase()"),
+        let (parts, disks, databases) = match db.cluster() {
+            None => (
+                "system.parts",
+                "system.disks",
+                "database = currentDatabase()",
+            ),
+            // The shards' tables hold the data; the service's database holds the tables kept
+            // on every server (migrations, signing keys, the write gate). Its `Distributed`
+            // tables have no parts, so nothing is counted twice.
             Some(_) => (
                 "clusterAllReplicas({cluster:String}, system.parts)",
                 "clusterAllReplicas({cluster:String}, system.disks)",
-                "{local:String}",
+                "database IN ({local:String}, {database:String})",
             ),
         };
         let on_cluster = |query: crate::db::Query| match db.cluster() {
             None => query,
             Some(cluster) => query
                 .param("cluster", &cluster.name)
-                .param("local", &cluster.local),
+                .param("local", &cluster.local)
+                .param("database", &cluster.database)
+                // A replica that does not answer leaves the others' figures current (its own
+                // go missing, which the dashboard shows) instead of failing the whole read.
+                .setting("skip_unavailable_shards", "1"),
         };
-        let tables_sql = crate::db::splice(TABLES_SQL, &[("parts", parts), ("database", database)]);
+        let tables_sql =
+            crate::db::splice(TABLES_SQL, &[("parts", parts), ("databases", databases)]);
         let disks_sql = crate::db::splice(DISKS_SQL, &[("disks", disks)]);
         // Unqueued: a look once a minute never takes a slot a tool call is waiting for.
         let tables = on_cluster(db.read("store_tables", &tables_sql).unqueued())
@@ -97,11 +109,21 @@ impl Store {
 }
 
 /// Reads the figures into the metrics now and every [`EVERY`] until `shutdown`. A read that
-/// fails leaves the last figures (their timestamp shows their age) and is tried next time.
+/// fails leaves the last figures (their timestamp shows their age, `MoraineMcpStoreSizeStale`
+/// alerts on it) and is tried next time; the first failure after a success is a warning, the
+/// rest of a run of failures only debug lines.
 pub(crate) async fn watch(db: Db, shutdown: CancellationToken) {
+    let mut failing = false;
     loop {
         match Store::read(&db).await {
-            Ok(store) => db.metrics().observe_store(&store),
+            Ok(store) => {
+                db.metrics().observe_store(&store);
+                failing = false;
+            }
+            Err(error) if !failing => {
+                tracing::warn!(%error, "could not read the store's size for /metrics");
+                failing = true;
+            }
             Err(error) => tracing::debug!(%error, "could not read the store's size"),
         }
         tokio::select! {

@@ -2,8 +2,8 @@
 //!
 //! One `clickhouse::Client` (one HTTP connection pool) sits behind a `deadpool` pool of query
 //! slots: a query first takes a slot, and a caller that cannot get one within the queue timeout
-//! gets [`DbError::Busy`] (only the write gate's lease statements skip the slots, a few at a
-//! time per process; see [`Query::unqueued`]). Tool queries run read-only with a server-side
+//! gets [`DbError::Busy`] (only the write gate's lease statements and the once-a-minute read of
+//! the store's size skip the slots, a few at a time per process; see [`Query::unqueued`]). Tool queries run read-only with a server-side
 //! time limit taken from the caller's deadline. Values always travel as server-side parameters
 //! (`{name:Type}`).
 
@@ -109,7 +109,7 @@ tokio::task_local! {
 
 /// Permission to run one query. The client's HTTP pool has no bound on connections, so the
 /// number of these is what bounds concurrent queries (and sockets) against ClickHouse, but for
-/// the write gate's few (see [`Query::unqueued`]).
+/// the few that skip them (see [`Query::unqueued`]).
 #[derive(Debug)]
 pub struct QuerySlot;
 
@@ -635,7 +635,8 @@ impl Query {
 
     /// Runs without waiting for a query slot: the write gate's lease statements (a renewal
     /// every few seconds per process; while a migration and writers wait for each other, a
-    /// look every half second) run on time however busy the slots are with tool calls.
+    /// look every half second) run on time however busy the slots are with tool calls, and the
+    /// store's size, read once a minute, never holds a slot a tool call waits for.
     pub fn unqueued(mut self) -> Self {
         self.queued = false;
         self

@@ -832,7 +832,8 @@ EOF
       - {expr: 'ALERTS{alertstate="firing"}', eval_time: 20m, exp_samples: []}
 
   # Capacity, reported by two instances: ch1 loses 1 GiB an hour with 100 GiB of 1 TiB left;
-  # ch2 has as little left but holds steady; ch3 is nearly full.
+  # ch2 has as little left but holds steady; ch3 is nearly full. Instance b stopped reading the
+  # store's size after 100 minutes.
   - interval: 1m
     input_series:
       - {series: 'up{job="moraine-mcp",instance="a"}', values: '1+0x600'}
@@ -845,12 +846,15 @@ EOF
       - {series: 'moraine_mcp_store_disk_total_bytes{job="moraine-mcp",instance="a",host="ch2",disk="default"}', values: '1099511627776+0x600'}
       - {series: 'moraine_mcp_store_disk_free_bytes{job="moraine-mcp",instance="a",host="ch3",disk="default"}', values: '10737418240+0x600'}
       - {series: 'moraine_mcp_store_disk_total_bytes{job="moraine-mcp",instance="a",host="ch3",disk="default"}', values: '1099511627776+0x600'}
+      - {series: 'moraine_mcp_store_last_refresh_timestamp_seconds{job="moraine-mcp",instance="a"}', values: '0+60x600'}
+      - {series: 'moraine_mcp_store_last_refresh_timestamp_seconds{job="moraine-mcp",instance="b"}', values: '0+60x100 6000+0x500'}
     promql_expr_test:
       - expr: 'ALERTS{alertstate="firing"}'
         eval_time: 9h
         exp_samples:
-          - {labels: 'ALERTS{alertname="MoraineMcpDiskFillingUp",alertstate="firing",severity="warning",host="ch1",disk="default"}', value: 1}
-          - {labels: 'ALERTS{alertname="MoraineMcpDiskFull",alertstate="firing",severity="critical",host="ch3",disk="default"}', value: 1}
+          - {labels: 'ALERTS{alertname="MoraineMcpDiskFillingUp",alertstate="firing",severity="warning",job="moraine-mcp",host="ch1",disk="default"}', value: 1}
+          - {labels: 'ALERTS{alertname="MoraineMcpDiskFull",alertstate="firing",severity="critical",job="moraine-mcp",host="ch3",disk="default"}', value: 1}
+          - {labels: 'ALERTS{alertname="MoraineMcpStoreSizeStale",alertstate="firing",severity="warning",job="moraine-mcp",instance="b"}', value: 1}
 EOF
 }
 
