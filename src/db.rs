@@ -3,9 +3,9 @@
 //! One `clickhouse::Client` (one HTTP connection pool) sits behind a `deadpool` pool of query
 //! slots: a query first takes a slot, and a caller that cannot get one within the queue timeout
 //! gets [`DbError::Busy`] (only the write gate's lease statements and the once-a-minute read of
-//! the store's size skip the slots, a few at a time per process; see [`Query::unqueued`]). Tool queries run read-only with a server-side
-//! time limit taken from the caller's deadline. Values always travel as server-side parameters
-//! (`{name:Type}`).
+//! the store's size skip the slots, a few at a time per process; see [`Query::unqueued`]). Tool
+//! queries run read-only with a server-side time limit taken from the caller's deadline. Values
+//! always travel as server-side parameters (`{name:Type}`).
 
 mod foreground;
 pub mod gate;
@@ -256,9 +256,10 @@ impl Db {
         out
     }
 
-    /// Lets one write (a batch, a `forget`, a statistics repair) start once no schema migration runs; it runs
-    /// while the returned permit lives. See [`gate`]. Never called while the caller holds a
-    /// permit: a migration would wait for that permit, and the permit's holder for it.
+    /// Lets one write (a batch, a `forget`, a statistics repair) start once no schema
+    /// migration runs; it runs while the returned permit lives. See [`gate`]. Never called
+    /// while the caller holds a permit: a migration would wait for that permit, and the
+    /// permit's holder for it.
     pub async fn enter_write(
         &self,
         when_migrating: gate::WhenMigrating,
@@ -659,15 +660,7 @@ impl Query {
     where
         T: clickhouse::RowOwned + clickhouse::RowRead,
     {
-        let query = with_time_limit(self.inner, deadline);
-        db.run(
-            self.name,
-            deadline,
-            self.abandon,
-            self.queued,
-            query.fetch_all::<T>(),
-        )
-        .await
+        self.run(db, deadline, |query| query.fetch_all::<T>()).await
     }
 
     /// Fetches at most one row, within `deadline`.
@@ -675,28 +668,28 @@ impl Query {
     where
         T: clickhouse::RowOwned + clickhouse::RowRead,
     {
-        let query = with_time_limit(self.inner, deadline);
-        db.run(
-            self.name,
-            deadline,
-            self.abandon,
-            self.queued,
-            query.fetch_optional::<T>(),
-        )
-        .await
+        self.run(db, deadline, |query| query.fetch_optional::<T>())
+            .await
     }
 
     /// Runs a statement, within `deadline`.
     pub async fn execute(self, db: &Db, deadline: Instant) -> Result<(), DbError> {
-        let query = with_time_limit(self.inner, deadline);
-        db.run(
-            self.name,
-            deadline,
-            self.abandon,
-            self.queued,
-            query.execute(),
-        )
-        .await
+        self.run(db, deadline, |query| query.execute()).await
+    }
+
+    /// Runs `how` on the query, limited to `deadline`, through [`Db::run`].
+    async fn run<T, F>(
+        self,
+        db: &Db,
+        deadline: Instant,
+        how: impl FnOnce(clickhouse::query::Query) -> F,
+    ) -> Result<T, DbError>
+    where
+        F: std::future::Future<Output = Result<T, clickhouse::error::Error>>,
+    {
+        let query = how(with_time_limit(self.inner, deadline));
+        db.run(self.name, deadline, self.abandon, self.queued, query)
+            .await
     }
 }
 

@@ -182,6 +182,7 @@ pub async fn run(
     outcome
 }
 
+/// Settles the statistics of a run that died while writing, then clears its note.
 async fn repair(db: &Db, lock: &lock::IngestLock) -> Result<(), DbError> {
     let _permit = db.enter_write(WhenMigrating::Wait).await?;
     writer::repair_statistics(db).await?;

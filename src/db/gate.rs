@@ -310,17 +310,25 @@ impl WriterGate {
             "the write lease ran out (clickhouse missed its renewals for a minute)"
         );
         *lease = None;
-        if running > 0 {
-            *lease = Some(renewed);
-            self.holder.write(db, TAKE).await?;
-            if live(db, Role::Migrator).await?.is_empty() {
-                *lease = Some(usable_until(renewed, LEASE));
-            } else {
-                tracing::error!("a migration started while writes ran without a lease");
-                self.fenced.store(true, SeqCst);
-            }
+        if running > 0 && !self.take(db, lease).await? {
+            tracing::error!("a migration started while writes ran without a lease");
         }
         Ok(())
+    }
+
+    /// Takes the lease (the lock held), then looks for migrations: `true` when none runs and
+    /// the lease is usable, else the writes are fenced.
+    async fn take(&self, db: &Db, lease: &mut Option<Instant>) -> Result<bool, DbError> {
+        let taken = Instant::now();
+        // Held, maybe, from here: given up if a migration is found.
+        *lease = Some(taken);
+        self.holder.write(db, TAKE).await?;
+        if live(db, Role::Migrator).await?.is_empty() {
+            *lease = Some(usable_until(taken, LEASE));
+            return Ok(true);
+        }
+        self.fenced.store(true, SeqCst);
+        Ok(false)
     }
 }
 
@@ -363,14 +371,9 @@ async fn try_enter(gate: &Arc<WriterGate>, db: &Db) -> Result<Option<WritePermit
         return Ok(Some(gate.permit()));
     }
     start_keeper(gate, db);
-    let taken = Instant::now();
-    *lease = Some(taken);
-    gate.holder.write(db, TAKE).await?;
-    if live(db, Role::Migrator).await?.is_empty() {
-        *lease = Some(usable_until(taken, LEASE));
+    if gate.take(db, &mut lease).await? {
         return Ok(Some(gate.permit()));
     }
-    gate.fenced.store(true, SeqCst);
     gate.give_up_if_idle(db, &mut lease).await;
     Ok(None)
 }
