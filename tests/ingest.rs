@@ -62,7 +62,7 @@ fn corpora() -> Vec<(PathBuf, Vec<LogFile>)> {
 }
 
 /// Files in `tests/formats/`, one per version family.
-const FORMAT_FAMILIES: usize = 22;
+const FORMAT_FAMILIES: usize = 26;
 
 /// The fixture whose path contains `part`.
 fn fixture<'a>(files: &'a [LogFile], part: &str) -> &'a LogFile {
@@ -326,6 +326,38 @@ fn normalisation_agrees_with_the_readme_ground_truth() {
             }
         }
     }
+}
+
+#[test]
+fn a_cursor_conversation_is_dated_by_the_store_never_by_the_files_time() {
+    let files = logs_in(&format_root(), FORMAT_FAMILIES);
+    // Bubbles without a time: the conversation's createdAt and lastUpdatedAt.
+    let undated = normalise(fixture(&files, "3c7e1a90-5d2b-4f8e-a6c4-9b0d2e7f1a35"));
+    assert_eq!(undated.session.started_at, 1_781_000_000_000);
+    assert_eq!(undated.session.updated_at, 1_781_000_900_000);
+    assert!(undated.events.iter().all(|e| e.ts == 1_781_000_000_000));
+    assert!(
+        undated
+            .turns
+            .iter()
+            .all(|t| t.started_at == 1_781_000_000_000)
+    );
+    // Bubbles with times keep their own.
+    let dated = normalise(fixture(&files, "6f1c2a8e-3b5d-4e7f-9a0c-1d2e3f4a5b6c"));
+    assert_eq!(
+        dated.events[0].ts,
+        time_ms("2026-09-01T09:00:00.000Z"),
+        "{:?}",
+        dated.events[0]
+    );
+    // The empty conversation in the same store is no session.
+    assert!(!files.iter().any(|f| f.native_id.starts_with("9a8b7c6d")));
+}
+
+fn time_ms(text: &str) -> i64 {
+    let at =
+        time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).unwrap();
+    (at.unix_timestamp_nanos() / 1_000_000) as i64
 }
 
 #[test]

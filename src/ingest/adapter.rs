@@ -15,6 +15,10 @@ pub(crate) struct AdapterOutput {
     /// The harness's own summary of the session.
     pub summary: Option<String>,
     pub cwd: Option<String>,
+    /// When the session began and was last updated, by the harness's own account (a store's
+    /// conversation whose messages carry no times).
+    pub started_at: Option<i64>,
+    pub updated_at: Option<i64>,
 }
 
 /// How many tool calls are remembered while waiting for their results. Results usually follow

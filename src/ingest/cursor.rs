@@ -27,9 +27,15 @@ pub(crate) fn sessions(path: &Path) -> io::Result<Vec<(String, u64)>> {
         if !store::has_table(db, "cursorDiskKV")? {
             return Ok(Vec::new());
         }
-        // A key range, so the key index is used (`;` follows `:`).
+        // A key range, so the key index is used (`;` follows `:`). A conversation without
+        // messages (a chat opened and never used: most of a store's documents) is no session.
         let mut query = db.prepare(
-            "SELECT key, octet_length(value) FROM cursorDiskKV WHERE key >= 'composerData:' AND key < 'composerData;' ORDER BY key",
+            "SELECT key, octet_length(value) FROM cursorDiskKV \
+             WHERE key >= 'composerData:' AND key < 'composerData;' \
+               AND json_valid(value) \
+               AND coalesce(json_array_length(value, '$.fullConversationHeadersOnly'), 0) \
+                 + coalesce(json_array_length(value, '$.conversation'), 0) > 0 \
+             ORDER BY key",
         )?;
         let rows = query.query_map([], |row| {
             Ok((row.get::<_, String>(0)?, row.get::<_, Option<i64>>(1)?))
@@ -63,44 +69,49 @@ pub(crate) fn render(path: &Path) -> io::Result<Vec<u8>> {
         else {
             return Ok(Vec::new());
         };
-        let mut out = Rendering::default();
-        out.push("session", header(&composer, &document));
-        let mut bubble =
-            db.prepare("SELECT CAST(value AS TEXT) FROM cursorDiskKV WHERE key = ?1")?;
-        let mut read_bubble = |id: &str| -> rusqlite::Result<Option<Value>> {
-            let mut rows = bubble.query([format!("bubbleId:{composer}:{id}")])?;
-            Ok(match rows.next()? {
-                Some(row) => row
-                    .get::<_, Option<String>>(0)?
-                    .and_then(|text| serde_json::from_str::<Value>(&text).ok()),
-                None => None,
-            })
-        };
+        let mut bubbles = Vec::new();
         if let Some(Value::Array(headers)) = document.get("fullConversationHeadersOnly") {
+            let mut query =
+                db.prepare("SELECT CAST(value AS TEXT) FROM cursorDiskKV WHERE key = ?1")?;
             for entry in headers {
                 let Some(id) = entry.get("bubbleId").and_then(Value::as_str) else {
                     continue;
                 };
-                if let Some(found) = read_bubble(id)? {
-                    out.push_value("bubble", found);
+                let mut rows = query.query([format!("bubbleId:{composer}:{id}")])?;
+                if let Some(row) = rows.next()?
+                    && let Some(text) = row.get::<_, Option<String>>(0)?
+                    && let Ok(found) = serde_json::from_str::<Value>(&text)
+                {
+                    bubbles.push(found);
                 }
             }
-        } else if let Some(Value::Array(bubbles)) = document.get("conversation") {
+        } else if let Some(Value::Array(inline)) = document.get("conversation") {
             // Older documents hold their bubbles inline.
-            for found in bubbles {
-                out.push_value("bubble", found.clone());
-            }
+            bubbles.clone_from(inline);
+        }
+        // The conversation's last update dates bubbles that carry no time of their own; it is
+        // in the header only then, since it changes at every message.
+        let undated = bubbles.iter().any(|b| bubble_time(b).is_none());
+        let mut out = Rendering::default();
+        out.push("session", header(&composer, &document, undated));
+        for bubble in bubbles {
+            out.push_value("bubble", bubble);
         }
         Ok(out.into_bytes())
     })
 }
 
-/// A conversation's header: its id, title, times, model and folder.
-fn header(composer: &str, fields: &Map<String, Value>) -> Map<String, Value> {
+/// A conversation's header: its id, title, times (its last update when `undated` bubbles need
+/// it), model and folder.
+fn header(composer: &str, fields: &Map<String, Value>, undated: bool) -> Map<String, Value> {
     let document = Value::Object(fields.clone());
     let mut header = Map::new();
     header.insert("composerId".into(), Value::String(composer.to_owned()));
-    for key in ["name", "subtitle", "createdAt", "unifiedMode"] {
+    let updated = undated.then_some("lastUpdatedAt");
+    for key in ["name", "subtitle", "createdAt", "unifiedMode"]
+        .into_iter()
+        .chain(updated)
+    {
         if let Some(value) = fields.get(key).filter(|v| !v.is_null()) {
             header.insert(key.into(), value.clone());
         }
@@ -149,6 +160,9 @@ impl Cursor<'_> {
                 if let Some(model) = record.get("model").and_then(Value::as_str) {
                     self.state.model = model.to_owned();
                 }
+                // Bubbles may carry no time: the conversation's own times date it.
+                out.started_at = time_field(record.get("createdAt"));
+                out.updated_at = time_field(record.get("lastUpdatedAt"));
                 let title = ["name", "subtitle"].iter().find_map(|k| {
                     record
                         .get(*k)
@@ -171,9 +185,7 @@ impl Cursor<'_> {
     }
 
     fn bubble(&mut self, bubble: &Value, raw: &str, drafts: &mut Vec<Draft>) {
-        let ts = parse_ts(bubble.get("createdAt"))
-            .or_else(|| bubble.get("createdAt").and_then(Value::as_i64))
-            .or_else(|| bubble.get("timestamp").and_then(Value::as_i64));
+        let ts = bubble_time(bubble);
         if let Some(model) = bubble
             .pointer("/modelInfo/modelName")
             .and_then(Value::as_str)
@@ -374,6 +386,16 @@ impl Cursor<'_> {
             drafts.push(draft);
         }
     }
+}
+
+/// When a bubble was written: `createdAt` (RFC 3339 or ms), or an older bubble's `timestamp`.
+fn bubble_time(bubble: &Value) -> Option<i64> {
+    time_field(bubble.get("createdAt")).or_else(|| time_field(bubble.get("timestamp")))
+}
+
+/// A time Cursor writes as RFC 3339 text or as ms since the epoch.
+fn time_field(value: Option<&Value>) -> Option<i64> {
+    parse_ts(value).or_else(|| value.and_then(Value::as_i64))
 }
 
 /// A field that holds JSON, as a string or as itself.

@@ -470,6 +470,19 @@ impl Identity {
         }
     }
 
+    /// A log that holds a session ID another log already stands for, with other content: a
+    /// session of its own under that one, named after its file.
+    pub fn under(native_id: &str, path: &Path) -> Self {
+        let stem = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        Self {
+            native_id: format!("{native_id}/{stem}"),
+            subagent: true,
+        }
+    }
+
     fn main(native_id: &str) -> Self {
         Self {
             native_id: native_id.to_owned(),
@@ -732,10 +745,13 @@ fn superseded(file: &LogFile) -> bool {
     ) && file.path.extension().is_some_and(|e| e == "json")
 }
 
-/// One file per session: when the same session is logged at several paths (a copied, exported
-/// or renamed log), the current form is read before a superseded one, then the largest file,
-/// then the first path in order, so runs are deterministic; every other copy is reported in
-/// `problems`.
+/// One file per session. When one session ID is logged at several paths, the logs are told
+/// apart by their content: a copy (an exported, renamed or older copy, whose records are those
+/// of another log or a start of them) is read once, the current form before a superseded one,
+/// then the largest file, then the first path in order, so runs are deterministic; every other
+/// copy is reported in `problems`. Logs that differ are different sessions: the one that
+/// started first keeps the ID, each other becomes a session of its own under it (as a
+/// sub-agent's chat that Gemini CLI saves under its parent's session ID).
 fn dedupe(files: &mut Vec<LogFile>, problems: &mut Vec<DiscoverError>) {
     files.sort_by(|a, b| {
         superseded(a)
@@ -743,21 +759,99 @@ fn dedupe(files: &mut Vec<LogFile>, problems: &mut Vec<DiscoverError>) {
             .then_with(|| b.size.cmp(&a.size))
             .then_with(|| a.path.cmp(&b.path))
     });
-    let mut seen: HashMap<u64, PathBuf> = HashMap::new();
-    files.retain(|f| match seen.get(&f.session_key) {
-        Some(kept) => {
-            problems.push(DiscoverError::SameSession {
-                path: f.path.clone(),
-                kept: kept.clone(),
-            });
-            false
+    let mut by_key: HashMap<u64, Vec<usize>> = HashMap::new();
+    for (at, file) in files.iter().enumerate() {
+        by_key.entry(file.session_key).or_default().push(at);
+    }
+    let mut dropped = vec![false; files.len()];
+    let mut renamed: Vec<(usize, Identity)> = Vec::new();
+    for group in by_key.values().filter(|g| g.len() > 1) {
+        let heads: Vec<Vec<u8>> = group
+            .iter()
+            .map(|&at| read_head(&files[at].path, Some(files[at].harness)))
+            .collect();
+        // The distinct logs of the group (indices into `group`), each with its copies.
+        let mut distinct: Vec<usize> = Vec::new();
+        for (i, &at) in group.iter().enumerate() {
+            let copy_of = distinct
+                .iter()
+                .copied()
+                .find(|&d| superseded(&files[at]) || is_copy(&heads[d], &heads[i]));
+            match copy_of {
+                Some(d) => {
+                    dropped[at] = true;
+                    problems.push(DiscoverError::SameSession {
+                        path: files[at].path.clone(),
+                        kept: files[group[d]].path.clone(),
+                    });
+                }
+                None => distinct.push(i),
+            }
         }
-        None => {
-            seen.insert(f.session_key, f.path.clone());
-            true
+        if distinct.len() < 2 {
+            continue;
         }
+        // A log that says it is a sub-agent's is never the main one.
+        let started = |d: &usize| {
+            (
+                files[group[*d]].subagent,
+                log_start(&heads[*d]).unwrap_or(i64::MAX),
+                files[group[*d]].path.clone(),
+            )
+        };
+        let main = distinct.iter().min_by_key(|d| started(d)).copied();
+        for d in distinct.into_iter().filter(|d| Some(*d) != main) {
+            let file = &files[group[d]];
+            renamed.push((group[d], Identity::under(&file.native_id, &file.path)));
+        }
+    }
+    for (at, identity) in renamed {
+        let file = &mut files[at];
+        file.session_key = session_key(file.harness, &identity.native_id);
+        file.native_id = identity.native_id;
+        file.subagent = identity.subagent;
+    }
+    let mut at = 0;
+    files.retain(|_| {
+        at += 1;
+        !dropped[at - 1]
     });
     files.sort_by(|a, b| a.path.cmp(&b.path));
+}
+
+/// Whether two logs of one session ID are copies of one log: past their first line (a header
+/// that a harness rewrites, such as a title set late), the shorter's records are a start of the
+/// longer's. A log that cannot be read counts as a copy: nothing says it differs.
+pub fn is_copy(a: &[u8], b: &[u8]) -> bool {
+    let past_first_line = |head: &[u8]| -> Vec<u8> {
+        // Only whole lines: a head may end inside one.
+        let whole = &head[..memchr::memrchr(b'\n', head).map_or(0, |at| at + 1)];
+        match memchr::memchr(b'\n', whole) {
+            Some(at) => whole[at + 1..].to_vec(),
+            None => Vec::new(),
+        }
+    };
+    let (a, b) = (past_first_line(a), past_first_line(b));
+    let n = a.len().min(b.len());
+    a[..n] == b[..n]
+}
+
+/// When a log began, from its first records: a header's `startTime`, else the first
+/// `timestamp` (RFC 3339, or ms since the epoch).
+pub fn log_start(head: &[u8]) -> Option<i64> {
+    let whole = &head[..memchr::memrchr(b'\n', head).map_or(0, |at| at + 1)];
+    whole.split(|b| *b == b'\n').take(50).find_map(|line| {
+        let Ok(Value::Object(record)) = serde_json::from_slice::<Value>(line) else {
+            return None;
+        };
+        ["startTime", "timestamp"]
+            .iter()
+            .find_map(|key| match record.get(*key)? {
+                Value::String(text) => crate::text::rfc3339_ms(text),
+                Value::Number(n) => n.as_i64(),
+                _ => None,
+            })
+    })
 }
 
 #[cfg(test)]

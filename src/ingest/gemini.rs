@@ -251,17 +251,39 @@ impl Gemini<'_> {
                 return;
             }
         }
-        // What the user typed, where it differs from what the model got (`@file` expanded).
-        let typed = record
-            .get("displayContent")
+        // A message the CLI sent by itself (an automatic continuation after a tool's answer,
+        // shown as that answer): not a prompt.
+        let display = record.get("displayContent");
+        let sent_by_cli = display.is_some_and(|d| {
+            as_parts(d)
+                .iter()
+                .any(|p| p.get("functionResponse").is_some())
+        }) || parts_text(content, false)
+            .trim_start()
+            .starts_with("System: Please continue");
+        if sent_by_cli {
+            drafts.push(Draft::bookkeeping(
+                ts,
+                parts_text(content, false),
+                raw.to_owned(),
+            ));
+            return;
+        }
+        // What the user typed, where it differs from what the model got (`@file` expanded, a
+        // custom command's prompt).
+        let sent = parts_text(content, false);
+        let shown = display
             .map(|c| parts_text(c, false))
-            .filter(|t| !t.trim().is_empty())
-            .unwrap_or_else(|| parts_text(content, false));
+            .filter(|t| !t.trim().is_empty());
+        let expanded = shown.as_ref().is_some_and(|shown| *shown != sent);
+        let typed = shown.unwrap_or(sent);
         let head = typed.trim_start();
-        // A CLI command, or context the CLI added: the harness's business, not a prompt.
-        let harness = ["/", "?", "<session_context>", "<hook_context>"]
-            .iter()
-            .any(|p| head.starts_with(p));
+        // A CLI command the CLI answered itself (`/stats`), or context it added: the harness's
+        // business, not a prompt. A command that sent the model a prompt (`/init`) is one.
+        let harness = head.starts_with('/') && !expanded
+            || ["<session_context>", "<hook_context>"]
+                .iter()
+                .any(|p| head.starts_with(p));
         let typed_any = !head.is_empty();
         if harness {
             drafts.push(Draft::bookkeeping(ts, typed, raw.to_owned()));

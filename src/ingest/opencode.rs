@@ -88,8 +88,20 @@ fn render_stored(path: &Path, session: &str) -> io::Result<Vec<u8>> {
     Store::open(path)?.snapshot(move |db| {
         let mut out = Rendering::default();
         out.push("session", stored_session(db, &session)?);
-        if store::has_table(db, "session_message")? {
-            // OpenCode 2: one row per conversation item, in order.
+        // `message`/`part` hold the history wherever they have rows for the session: OpenCode
+        // 1.17 also writes bookkeeping (`model-switched`, `agent-switched`) to `session_message`,
+        // which must never stand for the conversation. Only a session without messages there
+        // is read from `session_message` (OpenCode 2's one row per conversation item).
+        let has_messages = store::has_table(db, "message")?
+            && db
+                .query_row(
+                    "SELECT 1 FROM message WHERE session_id = ?1 LIMIT 1",
+                    [&session],
+                    |_| Ok(()),
+                )
+                .optional()?
+                .is_some();
+        if !has_messages && store::has_table(db, "session_message")? {
             let mut query = db.prepare(
                 "SELECT id, type, data FROM session_message WHERE session_id = ?1 ORDER BY seq, id",
             )?;

@@ -855,6 +855,17 @@ impl Cursor<'_> {
         if let Some(cwd) = out.cwd.take() {
             self.builder.state.cwd = cwd;
         }
+        let state = &mut self.builder.state;
+        if let Some(started) = out.started_at.take().filter(|t| *t > 0) {
+            // Events without a time of their own show it, rather than the file's.
+            state.fallback_ts = started;
+            if state.started_at == 0 || started < state.started_at {
+                state.started_at = started;
+            }
+        }
+        if let Some(updated) = out.updated_at.take() {
+            state.updated_at = state.updated_at.max(updated);
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 -- Cursor's global store: one conversation with its bubbles stored apart (current layout), and
 -- one older conversation holding its bubbles inline. Other keys (credentials, UI state) are
--- never read.
+-- never read. A third conversation whose bubbles carry no time (the conversation's own times date
+-- it), and an empty one (a chat opened and never used: no session).
 CREATE TABLE ItemTable (key TEXT UNIQUE ON CONFLICT REPLACE, value BLOB);
 CREATE TABLE cursorDiskKV (key TEXT UNIQUE ON CONFLICT REPLACE, value BLOB);
 INSERT INTO ItemTable VALUES ('cursorAuth/accessToken', 'not-a-real-token');
@@ -12,3 +13,7 @@ INSERT INTO cursorDiskKV VALUES ('bubbleId:6f1c2a8e-3b5d-4e7f-9a0c-1d2e3f4a5b6c:
 INSERT INTO cursorDiskKV VALUES ('bubbleId:6f1c2a8e-3b5d-4e7f-9a0c-1d2e3f4a5b6c:u2', '{"_v":3,"type":1,"bubbleId":"u2","text":"record a response and mock it","createdAt":"2026-09-01T09:02:00.000Z"}');
 INSERT INTO cursorDiskKV VALUES ('bubbleId:6f1c2a8e-3b5d-4e7f-9a0c-1d2e3f4a5b6c:a4', '{"_v":3,"type":2,"bubbleId":"a4","capabilityType":15,"createdAt":"2026-09-01T09:02:04.000Z","toolFormerData":{"tool":38,"name":"edit_file_v2","toolCallId":"toolu_cur2","status":"loading","rawArgs":"{\"target_file\":\"tests/test_geocode.py\"}"}}');
 INSERT INTO cursorDiskKV VALUES ('composerData:0d9e8f7a-6b5c-4d3e-8f2a-1b0c9d8e7f6a', '{"composerId":"0d9e8f7a-6b5c-4d3e-8f2a-1b0c9d8e7f6a","name":"Explain the tiling","createdAt":1750000000000,"lastUpdatedAt":1750000100000,"conversation":[{"type":1,"bubbleId":"x1","text":"explain how the map is tiled","timestamp":1750000001000},{"type":2,"bubbleId":"x2","text":"Web Mercator, 256-pixel tiles, z/x/y addressing.","timestamp":1750000005000}]}');
+INSERT INTO cursorDiskKV VALUES ('composerData:3c7e1a90-5d2b-4f8e-a6c4-9b0d2e7f1a35', '{"_v":9,"composerId":"3c7e1a90-5d2b-4f8e-a6c4-9b0d2e7f1a35","name":"Undated bubbles","createdAt":1781000000000,"lastUpdatedAt":1781000900000,"unifiedMode":"chat","fullConversationHeadersOnly":[{"bubbleId":"d1","type":1},{"bubbleId":"d2","type":2}]}');
+INSERT INTO cursorDiskKV VALUES ('bubbleId:3c7e1a90-5d2b-4f8e-a6c4-9b0d2e7f1a35:d1', '{"_v":2,"type":1,"bubbleId":"d1","text":"which projection do the basemap tiles use?"}');
+INSERT INTO cursorDiskKV VALUES ('bubbleId:3c7e1a90-5d2b-4f8e-a6c4-9b0d2e7f1a35:d2', '{"_v":2,"type":2,"bubbleId":"d2","text":"EPSG:3857 (Web Mercator) for every basemap layer."}');
+INSERT INTO cursorDiskKV VALUES ('composerData:9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d', '{"_v":10,"composerId":"9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d","name":"New chat","createdAt":1781000950000,"lastUpdatedAt":1781000950000,"fullConversationHeadersOnly":[]}');
