@@ -36,7 +36,10 @@ use reader::{Counters, ReadSettings, Reader, Stored, WriterGone};
 /// What a run did.
 #[derive(Debug, Clone)]
 pub struct Summary {
+    /// Files read: a log file, or a store holding many sessions.
     pub files: usize,
+    /// Logs read: one per session (a store's sessions each count).
+    pub logs: usize,
     pub counters: Counters,
     pub elapsed: Duration,
     /// Bytes not yet ingested when the run started (the run's lag).
@@ -62,6 +65,7 @@ impl Summary {
         c.redactions += o.redactions;
         c.bytes += o.bytes;
         self.files += other.files;
+        self.logs += other.logs;
         self.elapsed += other.elapsed;
         self.pending_bytes += other.pending_bytes;
         self.rebuilt += other.rebuilt;
@@ -80,9 +84,9 @@ impl Summary {
         }
     }
 
-    /// True when there were files but none could be read.
+    /// True when there were logs but none could be read.
     pub fn nothing_ingested(&self) -> bool {
-        self.files > 0 && self.counters.unreadable.len() == self.files
+        self.logs > 0 && self.counters.unreadable.len() >= self.logs
     }
 
     /// Every file found but not used, and why: `problems` met while finding them (a second
@@ -101,12 +105,16 @@ impl Summary {
 impl std::fmt::Display for Summary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let c = &self.counters;
+        write!(f, "{} files", self.files)?;
+        if self.logs != self.files {
+            // Stores hold many sessions, each read as a log of its own.
+            write!(f, " holding {} sessions", self.logs)?;
+        }
         write!(
             f,
-            "{} files ({} read, {} unchanged, {} re-read from the start, {} unreadable); \
+            " ({} read, {} unchanged, {} re-read from the start, {} unreadable); \
              {} lines, {} events written, {} sessions touched, {} malformed lines, {} redactions; \
              {:.1} MiB in {:.2} s ({:.0} events/s)",
-            self.files,
             c.files_read,
             c.files_unchanged,
             c.files_reread,
@@ -213,7 +221,12 @@ async fn run_locked(
         .collect();
     let doubled = files.iter().filter(|f| stored_for(f).doubled).count();
     let progress = progress_bar(total, show_progress);
-    let file_count = files.len();
+    let log_count = files.len();
+    let file_count = files
+        .iter()
+        .map(|f| rendered::backing_store(&f.path))
+        .collect::<std::collections::HashSet<_>>()
+        .len();
     let (files, counters) = pipeline(config, db, &progress, move |reader| {
         for file in &files {
             let stored = stored.get(&file.file_key).cloned().unwrap_or_default();
@@ -231,6 +244,7 @@ async fn run_locked(
     let rebuilt = doubled + rebuild_doubled(config, db, files, &touched).await?;
     Ok(Summary {
         files: file_count,
+        logs: log_count,
         counters,
         elapsed: started.elapsed(),
         pending_bytes: total,

@@ -300,11 +300,11 @@ async fn a_cursor_conversation_rewritten_in_its_store_is_reread_alone_and_ends_a
     let store = dir.join("cursor/User/globalStorage/state.vscdb");
     let (config, db) = common::fresh_db().await;
     let first = common::ingest_paths(&config, &db, &store).await;
-    assert_eq!(first.counters.files_read, 2);
+    assert_eq!(first.counters.files_read, 3);
     let rerun = common::ingest_paths(&config, &db, &store).await;
     assert_eq!(
         (rerun.counters.files_unchanged, rerun.counters.events),
-        (2, 0)
+        (3, 0)
     );
     let has = |s: &common::Snapshot, text: &str| count_text(s, text) > 0;
     assert!(has(&snapshot(&db).await, "record a response and mock it"));
@@ -322,7 +322,7 @@ async fn a_cursor_conversation_rewritten_in_its_store_is_reread_alone_and_ends_a
     let second = common::ingest_paths(&config, &db, &store).await;
     assert_eq!(
         (second.counters.files_read, second.counters.files_unchanged),
-        (1, 1),
+        (1, 2),
         "only the rewritten conversation is read"
     );
     let rewritten = snapshot(&db).await;
@@ -374,7 +374,7 @@ async fn a_cursor_conversation_rewritten_in_its_store_is_reread_alone_and_ends_a
     let after = common::ingest_paths(&config, &db, &store).await;
     assert_eq!(
         (after.counters.files_unchanged, after.counters.events),
-        (2, 0)
+        (3, 0)
     );
     std::fs::remove_dir_all(dir).unwrap();
     std::fs::remove_dir_all(clean_dir).unwrap();
@@ -642,8 +642,8 @@ fn the_default_sources_find_every_harness_where_it_keeps_its_logs() {
     // With conversations of its own (one conversation in two stores is read once).
     agent_writes(
         &user.join("workspaceStorage/4f2a/state.vscdb"),
-        "UPDATE cursorDiskKV SET key = replace(replace(key, '6f1c2a8e', '7a2d3b9f'), '0d9e8f7a', '1e0f9a8b'),
-                                 value = replace(replace(value, '6f1c2a8e', '7a2d3b9f'), '0d9e8f7a', '1e0f9a8b');",
+        "UPDATE cursorDiskKV SET key = replace(replace(replace(key, '6f1c2a8e', '7a2d3b9f'), '0d9e8f7a', '1e0f9a8b'), '3c7e1a90', '4d8f2b01'),
+                                 value = replace(replace(replace(value, '6f1c2a8e', '7a2d3b9f'), '0d9e8f7a', '1e0f9a8b'), '3c7e1a90', '4d8f2b01');",
     );
     place(&fixtures, "opencode", &home, ".local/share/opencode");
 
@@ -669,7 +669,7 @@ fn the_default_sources_find_every_harness_where_it_keeps_its_logs() {
         .iter()
         .filter(|log| log.path.to_string_lossy().contains("workspaceStorage"))
         .count();
-    assert_eq!(workspace, 2, "the workspace store's conversations");
+    assert_eq!(workspace, 3, "the workspace store's conversations");
     std::fs::remove_dir_all(fixtures).unwrap();
     std::fs::remove_dir_all(home).unwrap();
 }

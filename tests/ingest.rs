@@ -62,7 +62,7 @@ fn corpora() -> Vec<(PathBuf, Vec<LogFile>)> {
 }
 
 /// Files in `tests/formats/`, one per version family.
-const FORMAT_FAMILIES: usize = 26;
+const FORMAT_FAMILIES: usize = 27;
 
 /// The fixture whose path contains `part`.
 fn fixture<'a>(files: &'a [LogFile], part: &str) -> &'a LogFile {
@@ -702,9 +702,16 @@ async fn a_malformed_line_is_counted_and_the_rest_ingested_and_unreadable_files_
 
 /// `moraine-mcp ingest <path>` into a database of its own on the shared engine.
 fn ingest_cli(path: impl AsRef<Path>) -> std::process::Output {
+    ingest_cli_with(&[path.as_ref().as_os_str()])
+}
+
+/// `moraine-mcp ingest <args>`, with a home of its own, into a database of its own.
+fn ingest_cli_with(args: &[&std::ffi::OsStr]) -> std::process::Output {
+    let home = scratch("cli-home");
     std::process::Command::new(env!("CARGO_BIN_EXE_moraine-mcp"))
         .arg("ingest")
-        .arg(path.as_ref())
+        .args(args)
+        .env("HOME", &home)
         .env("MORAINE_MCP_CLICKHOUSE__URL", common::shared_engine_url())
         .env(
             "MORAINE_MCP_CLICKHOUSE__DATABASE",
@@ -759,6 +766,51 @@ fn the_ingest_command_reports_and_exits_by_what_it_ingested() {
         stdout.contains("read once: ") && stdout.contains("the same session as"),
         "{stdout}"
     );
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_log_nothing_of_which_the_harness_reads_is_not_used_and_fails_the_run() {
+    let dir = scratch("cli-nothing");
+    // A whole JSON document over many lines, read as a JSON Lines log: every line malformed.
+    let pretty = dir.join("session.jsonl");
+    std::fs::write(
+        &pretty,
+        serde_json::to_string_pretty(&json!({"sessionId": "x", "chatMessages": [
+            {"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi"}]}))
+        .unwrap(),
+    )
+    .unwrap();
+    // Records of another harness: each one unknown to the adapter asked for.
+    let codex = common::fixtures()
+        .join("codex")
+        .join("rollout-2026-03-02T09-14-07-23435693-bfda-4cfd-8fa1-17c536123c31.jsonl");
+    for path in [&pretty, &codex] {
+        let output = ingest_cli_with(&["--harness".as_ref(), "copilot".as_ref(), path.as_os_str()]);
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert_eq!(output.status.code(), Some(1), "{stdout}");
+        assert!(
+            stdout.contains("not used: ") && stdout.contains("nothing in it is a copilot-cli log"),
+            "{stdout}"
+        );
+    }
+    // A store is one file, however many sessions it holds (and empty ones are none).
+    let formats = scratch("cli-store");
+    common::copy_formats(&formats);
+    let store = formats.join("cursor/User/globalStorage/state.vscdb");
+    let output = ingest_cli(&store);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("1 files holding 3 sessions (3 read, 0 unchanged"),
+        "{stdout}"
+    );
+    std::fs::remove_dir_all(formats).unwrap();
+    // One usable log beside the unusable one: some, so exit 2.
+    std::fs::copy(&codex, dir.join(codex.file_name().unwrap())).unwrap();
+    let output = ingest_cli(&dir);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(2), "{stdout}");
     std::fs::remove_dir_all(dir).unwrap();
 }
 
@@ -995,4 +1047,52 @@ async fn forgetting_the_demo_a_session_or_a_source_leaves_exactly_the_rest() {
         "the database is gone"
     );
     std::fs::remove_dir_all(data_dir).unwrap();
+}
+
+#[tokio::test]
+async fn a_log_ingested_beside_a_running_server_is_found_and_ranked_at_once() {
+    let (settings, db) = common::fresh_db().await;
+    let first = scratch("fresh-first");
+    common::write_sessions(&first, 0x51, 3, 2, "alpha");
+    common::ingest_paths(&settings, &db, &first).await;
+    let server = common::TestServer::start(settings.clone(), db.clone()).await;
+    let mut warm = common::Mcp::legacy(&server.mcp_url, None).await;
+    let answer = async |mcp: &mut common::Mcp, query: &str| {
+        let envelope = mcp.ok("search_sessions", json!({"query": query})).await;
+        envelope["data"]["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|hit| (hit["id"].clone(), hit["score"].clone()))
+            .collect::<Vec<_>>()
+    };
+    // The server has answered searches (its statistics are cached), the new word is not there.
+    assert!(!answer(&mut warm, "alpha").await.is_empty());
+    assert!(answer(&mut warm, "quokkafrobnicate").await.is_empty());
+    assert!(!answer(&mut warm, "alpha quokkafrobnicate").await.is_empty());
+    // Another process ingests sessions holding the word.
+    let second = scratch("fresh-second");
+    common::write_sessions(&second, 0x52, 2, 2, "quokkafrobnicate");
+    common::ingest_paths(&settings, &db, &second).await;
+    // Found at once, and ranked as a server that has just started ranks it once the corpus
+    // size is read again (every second).
+    assert!(!answer(&mut warm, "quokkafrobnicate").await.is_empty());
+    let cold_server = common::TestServer::start(settings.clone(), db.clone()).await;
+    let mut cold = common::Mcp::legacy(&cold_server.mcp_url, None).await;
+    for query in ["quokkafrobnicate", "alpha quokkafrobnicate"] {
+        let expected = answer(&mut cold, query).await;
+        let mut now = answer(&mut warm, query).await;
+        for _ in 0..40 {
+            if now == expected {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            now = answer(&mut warm, query).await;
+        }
+        assert_eq!(now, expected, "{query}");
+    }
+    server.stop().await;
+    cold_server.stop().await;
+    std::fs::remove_dir_all(first).unwrap();
+    std::fs::remove_dir_all(second).unwrap();
 }

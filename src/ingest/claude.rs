@@ -129,6 +129,12 @@ impl Claude<'_> {
                 let text = queued_prompt(record).unwrap_or_default();
                 drafts.push(Draft::new(EventType::UserInput, ts, text, raw.to_owned()));
             }
+            "attachment" if queued_by_harness(record).is_some() => {
+                // Queued by the harness (a background task's notification): searchable as
+                // what it says, never a prompt.
+                let text = queued_by_harness(record).unwrap_or_default();
+                drafts.push(Draft::new(EventType::System, ts, text, raw.to_owned()));
+            }
             "progress"
             | "file-history-snapshot"
             | "attachment"
@@ -403,10 +409,19 @@ impl Claude<'_> {
     }
 }
 
-/// The prompt of a `queued_command` attachment (a prompt typed while the agent was busy).
+/// The prompt of a `queued_command` attachment (a prompt typed while the agent was busy). What
+/// the harness queued itself (`commandMode` `task-notification`: a background task's or a
+/// monitor's report) is not one: only the modes a person types in are.
 fn queued_prompt(record: &Value) -> Option<String> {
     let attachment = record.get("attachment")?;
     if attachment.get("type").and_then(Value::as_str) != Some("queued_command") {
+        return None;
+    }
+    let typed = attachment
+        .get("commandMode")
+        .and_then(Value::as_str)
+        .is_none_or(|mode| TYPED_COMMAND_MODES.contains(&mode));
+    if !typed {
         return None;
     }
     let prompt = ["prompt", "content"]
@@ -414,6 +429,30 @@ fn queued_prompt(record: &Value) -> Option<String> {
         .find_map(|k| attachment.get(*k))
         .map(content_text)?;
     (!prompt.trim().is_empty()).then_some(prompt)
+}
+
+/// `queued_command` modes a person types in: a prompt, a `!` shell command.
+const TYPED_COMMAND_MODES: &[&str] = &["prompt", "bash"];
+
+/// The text of a `queued_command` attachment the harness queued itself (not a typed mode).
+fn queued_by_harness(record: &Value) -> Option<String> {
+    let attachment = record.get("attachment")?;
+    let mode = attachment.get("commandMode").and_then(Value::as_str)?;
+    if attachment.get("type").and_then(Value::as_str) != Some("queued_command")
+        || TYPED_COMMAND_MODES.contains(&mode)
+    {
+        return None;
+    }
+    let text = ["prompt", "content"]
+        .iter()
+        .find_map(|k| attachment.get(*k))
+        .map(content_text)
+        .unwrap_or_default();
+    Some(if text.trim().is_empty() {
+        mode.replace('-', " ")
+    } else {
+        text
+    })
 }
 
 /// Splits the injected context elements at the start of a user text block from what the

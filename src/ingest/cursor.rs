@@ -343,7 +343,10 @@ impl Cursor<'_> {
                 ("user", "text") => {
                     let (typed, ts) = user_query(text);
                     if typed.is_empty() {
-                        Draft::bookkeeping(ts, text.to_owned(), raw)
+                        // Context for the prompt that follows: in that prompt's turn.
+                        let mut context = Draft::bookkeeping(ts, text.to_owned(), raw);
+                        context.opens_turn = true;
+                        context
                     } else {
                         let mut d = Draft::new(EventType::UserInput, ts, typed, raw);
                         d.starts_turn = true;
@@ -423,11 +426,9 @@ fn user_query(text: &str) -> (String, Option<i64>) {
     if let Some(query) = between("<user_query>", "</user_query>") {
         return (query, ts);
     }
-    let injected = ["<user_info>", "<context>", "<system_reminder>"];
-    if injected
-        .iter()
-        .any(|tag| text.trim_start().starts_with(tag))
-    {
+    // Without a `<user_query>`, a text that opens with a context element (`<user_info>`,
+    // `<agent_transcripts>`, `<context>`, …, closed further on) is what Cursor added.
+    if opens_with_element(text) {
         return (String::new(), ts);
     }
     let plain = match text.find("</timestamp>") {
@@ -435,6 +436,22 @@ fn user_query(text: &str) -> (String, Option<i64>) {
         None => text.trim(),
     };
     (plain.to_owned(), ts)
+}
+
+/// Whether `text` begins with an element `<name>` (a lower-case name of letters, digits, `_`
+/// or `-`) that it closes further on: a block of context, not words a person typed.
+fn opens_with_element(text: &str) -> bool {
+    let Some(rest) = text.trim_start().strip_prefix('<') else {
+        return false;
+    };
+    let Some((name, _)) = rest.split_once('>') else {
+        return false;
+    };
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+        && rest.contains(&format!("</{name}>"))
 }
 
 /// The time in a transcript's `<timestamp>` tag as Cursor writes it: `Monday, Sep 1, 2026, 9:00 AM
@@ -503,6 +520,12 @@ mod tests {
         assert_eq!(user_query(text).0, "run the tests");
         assert_eq!(user_query("plain words").0, "plain words");
         assert_eq!(user_query("<user_info>os: linux</user_info>").0, "");
+        assert_eq!(
+            user_query("<agent_transcripts>\nEarlier sessions: a.jsonl\n</agent_transcripts>").0,
+            ""
+        );
+        // Words that only begin with a bracket are typed.
+        assert_eq!(user_query("<div> is not centred").0, "<div> is not centred");
     }
 
     #[test]

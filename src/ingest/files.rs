@@ -654,67 +654,54 @@ fn sniff(path: &Path) -> Result<Harness, String> {
         let Ok(Value::Object(record)) = serde_json::from_str::<Value>(&line) else {
             continue;
         };
-        let kind = record.get("type").and_then(Value::as_str).unwrap_or("");
-        // Mid-2025 Codex, before `session_meta`: a bare metadata line, then items without an
-        // envelope and `record_type` state lines.
-        let early_codex = (kind.is_empty()
-            && record.contains_key("id")
-            && (record.contains_key("instructions") || record.contains_key("timestamp")))
-            || record.contains_key("record_type")
-            || [
-                "message",
-                "reasoning",
-                "function_call",
-                "function_call_output",
-                "local_shell_call",
-                "custom_tool_call",
-                "web_search_call",
-            ]
-            .contains(&kind);
-        if early_codex
-            || record.contains_key("payload")
-            || [
-                "session_meta",
-                "response_item",
-                "event_msg",
-                "turn_context",
-                "compacted",
-            ]
-            .contains(&kind)
-        {
-            return Ok(Harness::Codex);
-        }
-        if let Some(harness) = sniff_newer(&record, kind) {
+        if let Some(harness) = sniff_record(&record) {
             return Ok(harness);
-        }
-        if record.contains_key("sessionId")
-            || record.contains_key("parentUuid")
-            || ["user", "assistant", "summary"].contains(&kind)
-        {
-            return Ok(Harness::ClaudeCode);
         }
     }
     Err("not a session log of a known harness (use --harness to say which)".into())
 }
 
-/// The harness a record of one of the harnesses added after Codex and Claude Code shows.
-fn sniff_newer(record: &serde_json::Map<String, Value>, kind: &str) -> Option<Harness> {
+/// The harness whose log `record` is positive evidence of: a shape only that harness writes.
+/// Records that several could have written (a bare `{"type": "message"}`) say nothing.
+fn sniff_record(record: &serde_json::Map<String, Value>) -> Option<Harness> {
     let has = |key: &str| record.contains_key(key);
+    let kind = record.get("type").and_then(Value::as_str).unwrap_or("");
+    let message = record.get("message").filter(|m| m.is_object());
+    // Codex: an envelope around a payload, or (mid-2025, before `session_meta`) a bare
+    // metadata line, `record_type` state lines and items in the Responses API's shapes.
+    let codex_envelope = [
+        "session_meta",
+        "response_item",
+        "event_msg",
+        "turn_context",
+        "compacted",
+    ]
+    .contains(&kind)
+        && has("payload");
+    let codex_header = kind.is_empty() && has("id") && has("instructions");
+    let codex_item = match kind {
+        "message" => responses_content(record.get("content")),
+        "function_call" | "custom_tool_call" => has("call_id") && has("name"),
+        "function_call_output" | "custom_tool_call_output" => has("call_id") && has("output"),
+        "reasoning" => has("summary"),
+        "local_shell_call" | "web_search_call" => has("status") || has("action"),
+        _ => false,
+    };
+    if codex_envelope || codex_header || codex_item || has("record_type") && record.len() <= 2 {
+        return Some(Harness::Codex);
+    }
     if has("sessionId") && has("projectHash") || has("$rewindTo") || has("$set") {
         return Some(Harness::GeminiCli);
     }
     // Qwen Code's records hold model-style `parts` where Claude Code's hold `content`.
-    if has("uuid")
-        && (has("systemPayload")
-            || record
-                .get("message")
-                .is_some_and(|m| m.get("parts").is_some()))
-    {
+    if has("uuid") && (has("systemPayload") || message.is_some_and(|m| m.get("parts").is_some())) {
         return Some(Harness::QwenCode);
     }
-    if has("data") && kind.contains('.') && has("id") {
+    if has("data") && has("id") && kind.contains('.') {
         return Some(Harness::CopilotCli);
     }
+    // Droid: its own record kinds (a log opens with `session_start`). Its messages look like
+    // those of other harnesses (Pi, OpenClaw) and say nothing alone.
     if [
         "session_start",
         "todo_state",
@@ -722,17 +709,33 @@ fn sniff_newer(record: &serde_json::Map<String, Value>, kind: &str) -> Option<Ha
         "agent_turn_outcome",
     ]
     .contains(&kind)
-        || kind == "message"
-            && record
-                .get("message")
-                .is_some_and(|m| m.get("role").is_some())
     {
         return Some(Harness::Droid);
     }
-    if kind == "turn_ended" || !has("type") && has("role") && has("message") {
+    if kind == "turn_ended" || !has("type") && has("role") && message.is_some() {
         return Some(Harness::Cursor);
     }
+    // Claude Code: its conversation links, or the records that open its logs.
+    let claude_linked = has("sessionId")
+        && (has("uuid") || has("parentUuid") || matches!(kind, "user" | "assistant"));
+    let claude_head =
+        kind == "summary" && has("leafUuid") || kind == "file-history-snapshot" && has("snapshot");
+    if claude_linked || claude_head {
+        return Some(Harness::ClaudeCode);
+    }
     None
+}
+
+/// Content in the shape of OpenAI's Responses API items (`input_text`, `output_text`).
+fn responses_content(content: Option<&Value>) -> bool {
+    content.and_then(Value::as_array).is_some_and(|blocks| {
+        blocks.iter().any(|b| {
+            matches!(
+                b.get("type").and_then(Value::as_str),
+                Some("input_text" | "output_text" | "input_image" | "refusal")
+            )
+        })
+    })
 }
 
 /// Whether a log is an older form of a session its harness has moved elsewhere: a whole-file
@@ -917,6 +920,54 @@ mod tests {
         );
         // Nothing to go on: the given harness is taken without a word.
         assert_eq!(other_harness(&unknown, Harness::Codex), None);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn test_detection_needs_positive_evidence() {
+        let dir = std::env::temp_dir().join(format!("moraine-sniff-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let sniffed = |name: &str, lines: &[&str]| {
+            let path = dir.join(name);
+            std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+            sniff(&path)
+        };
+        // Records several tools could write say nothing: no harness claims them.
+        for lines in [
+            &[r#"{"type":"message","role":"user","content":"hello"}"#][..],
+            &[
+                r#"{"type":"session","version":3,"id":"0b1c","timestamp":"2026-02-25T05:18:55.852Z","cwd":"/w"}"#,
+                r#"{"type":"message","id":"813a837d","parentId":null,"timestamp":"2026-02-25T05:19:00.000Z","message":{"role":"user","content":[{"type":"text","text":"hi"}],"timestamp":1771996735857}}"#,
+                r#"{"type":"message","id":"dd433acd","parentId":"813a837d","timestamp":"2026-02-25T05:19:05.000Z","message":{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"exec","arguments":{"command":"ls"}}],"stopReason":"toolUse"}}"#,
+            ][..],
+            &[
+                r#"{"id":"x","timestamp":"2026-01-01T00:00:00Z"}"#,
+                r#"{"payload":{"a":1}}"#,
+            ][..],
+        ] {
+            let found = sniffed("foreign.jsonl", lines);
+            assert!(found.is_err(), "{lines:?} taken for {found:?}");
+        }
+        // Each harness's own shapes.
+        assert_eq!(
+            sniffed(
+                "early.jsonl",
+                &[
+                    r#"{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}"#
+                ]
+            ),
+            Ok(Harness::Codex)
+        );
+        assert_eq!(
+            sniffed(
+                "droid.jsonl",
+                &[
+                    r#"{"type":"session_start","id":"d-1","title":"t","cwd":"/w"}"#,
+                    r#"{"type":"message","id":"m-1","timestamp":"2026-06-01T10:00:00Z","message":{"role":"user","content":[{"type":"text","text":"hi"}]}}"#
+                ]
+            ),
+            Ok(Harness::Droid)
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -29,7 +29,7 @@ use super::rendered;
 use super::session::{BuildSettings, SessionBuilder, SessionState};
 use crate::rows::{CheckpointRow, EventRow, RawChunkRow, SessionRow, TurnRow};
 use crate::tokenize::Indexer;
-use crate::vocab::Harness;
+use crate::vocab::{EventType, Harness};
 
 /// Bytes hashed at each end of the received part of a log to recognise it again.
 pub const FINGERPRINT_BYTES: u64 = 4096;
@@ -44,6 +44,33 @@ pub struct Batch {
     pub sessions: Vec<SessionRow>,
     pub chunks: Vec<RawChunkRow>,
     pub checkpoints: Vec<CheckpointRow>,
+}
+
+/// How many rows of each kind a batch holds, to go back to.
+#[derive(Debug, Clone, Copy)]
+pub struct Marks([usize; 6]);
+
+impl Batch {
+    pub fn marks(&self) -> Marks {
+        Marks([
+            self.retractions.len(),
+            self.events.len(),
+            self.turns.len(),
+            self.sessions.len(),
+            self.chunks.len(),
+            self.checkpoints.len(),
+        ])
+    }
+
+    /// Drops every row added since `marks`.
+    pub fn truncate_to(&mut self, Marks(m): Marks) {
+        self.retractions.truncate(m[0]);
+        self.events.truncate(m[1]);
+        self.turns.truncate(m[2]);
+        self.sessions.truncate(m[3]);
+        self.chunks.truncate(m[4]);
+        self.checkpoints.truncate(m[5]);
+    }
 }
 
 /// Rows to remove before a session is (re)read: everything from lines after `after_line`, and
@@ -460,6 +487,8 @@ pub struct Reader<'a> {
     pub counters: Counters,
     batch: Batch,
     indexer: Indexer,
+    /// Batches sent so far.
+    sends: u64,
 }
 
 /// The writer has stopped (it failed); reading stops too.
@@ -484,6 +513,7 @@ impl<'a> Reader<'a> {
             counters: Counters::default(),
             batch: Batch::default(),
             indexer: Indexer::default(),
+            sends: 0,
         }
     }
 
@@ -580,6 +610,10 @@ impl<'a> Reader<'a> {
             archive: Vec::new(),
         };
         let events_before = cursor.builder.state.events;
+        // What this read added, to take back if nothing in a new log was usable.
+        let new_log = offset == 0 && stored.checkpoint.is_none() && stored.max_line.is_none();
+        let (mark, sends, malformed) = (self.batch.marks(), self.sends, self.counters.malformed);
+        let mut usable = 0u64;
         let mut lines = Lines::new(log.from(offset)?, self.settings.max_line_bytes);
         let mut out = AdapterOutput::default();
         while let Some(line) = lines.next()? {
@@ -621,6 +655,13 @@ impl<'a> Reader<'a> {
             out.drafts.clear();
             let redacted = &record.1;
             cursor.read_record(&record.0, redacted, self.self_tools, &mut out);
+            // A record the adapter knows: one that made no event (a header) or a known one.
+            let known = out.drafts.is_empty()
+                || out
+                    .drafts
+                    .iter()
+                    .any(|d| d.event_type != EventType::Unknown);
+            usable += u64::from(known);
             for draft in out.drafts.drain(..) {
                 cursor.builder.push(
                     draft,
@@ -634,6 +675,21 @@ impl<'a> Reader<'a> {
                 self.cut(&mut cursor, log)?;
                 self.send()?;
             }
+        }
+        if new_log && usable == 0 && self.sends == sends && cursor.line_no > 0 && !log.archived() {
+            // Not one record this harness's adapter knows: the log is not used (and is read
+            // again next time), rather than stored as a session of unknown records. (Pushed
+            // bytes are kept whatever they hold: the archive has them.)
+            self.batch.truncate_to(mark);
+            self.counters.files_read -= 1;
+            let malformed = self.counters.malformed - malformed;
+            self.counters.unreadable.push(format!(
+                "{}: nothing in it is a {} log's record ({} lines, {malformed} malformed)",
+                file.path.display(),
+                file.harness.as_str(),
+                cursor.line_no,
+            ));
+            return Ok(());
         }
         self.cut(&mut cursor, log)?;
         if cursor.builder.state.events > events_before {
@@ -744,6 +800,7 @@ impl<'a> Reader<'a> {
     }
 
     fn send(&mut self) -> Result<(), ReadError> {
+        self.sends += 1;
         let batch = std::mem::take(&mut self.batch);
         self.counters.events += batch.events.len() as u64;
         (self.sink)(batch).map_err(|_| ReadError::WriterGone)

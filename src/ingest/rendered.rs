@@ -105,6 +105,11 @@ pub fn is_rendered(harness: Harness, path: &Path) -> bool {
     }
 }
 
+/// The file a log is read from: a store for each of its sessions, else the log itself.
+pub fn backing_store(path: &Path) -> PathBuf {
+    store_session(path).map_or_else(|| path.to_owned(), |(store, _)| store)
+}
+
 /// The file whose time and existence stand for the log at `path` (a store for its sessions).
 pub fn backing_file(path: &Path) -> PathBuf {
     match store_session(path) {

@@ -3,7 +3,9 @@
 //!
 //! Reading them inside the scoring statement (as scalar subqueries) doubled its cost; terms
 //! repeat heavily across queries (their frequencies are Zipfian), so a small cache removes the
-//! lookup for most searches. Frequencies drift by at most what ingest adds within the TTL.
+//! lookup for most searches. The corpus size is read again every second, and a new size drops
+//! the cached frequencies: a search a second after an ingest (by any process) ranks with exact
+//! statistics. A term absent from the corpus is never cached, so new words are found at once.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -13,8 +15,12 @@ use serde::Deserialize;
 
 use crate::db::{Db, DbError};
 
-/// How long a frequency or the corpus size is reused.
+/// How long a frequency is reused while the corpus size stays the same.
 const TTL: Duration = Duration::from_secs(30);
+/// How long the corpus size is reused. A new size (something was ingested or removed, by this
+/// process or another) drops every cached frequency, so a search a second after an ingest ranks
+/// exactly as a server that has just started.
+const CORPUS_TTL: Duration = Duration::from_secs(1);
 /// Cached terms before the cache starts over.
 const MAX_TERMS: usize = 200_000;
 
@@ -77,7 +83,7 @@ impl Statistics {
             let cache = self.cache.lock().expect("statistics lock");
             let corpus_fresh = cache
                 .corpus
-                .is_some_and(|(at, _, _)| now.duration_since(at) < TTL);
+                .is_some_and(|(at, _, _)| now.duration_since(at) < CORPUS_TTL);
             let missing: Vec<u64> = terms
                 .iter()
                 .copied()
@@ -93,32 +99,39 @@ impl Statistics {
             }
             (missing, corpus_fresh)
         };
+        // When the corpus size is read again, so are the frequencies of every term asked for:
+        // they are dropped from the cache if the size changed.
+        let asked = if corpus_fresh { &missing[..] } else { terms };
         let sql = if corpus_fresh { DF_SQL } else { STATS_SQL };
         let rows: Vec<StatRow> = db
             .read("search_stats", sql)
-            .param("terms", &missing)
+            .param("terms", asked)
             // On a cluster every shard counts every term (for its own documents): a filter on
             // `term` must not narrow the read to the shard the sharding key names.
             .setting("optimize_skip_unused_shards", "0")
             .fetch_all(db, deadline)
             .await?;
         let mut cache = self.cache.lock().expect("statistics lock");
-        if cache.df.len() + missing.len() > MAX_TERMS {
+        if cache.df.len() + asked.len() > MAX_TERMS {
             cache.df.clear();
         }
-        for term in &missing {
-            cache.df.insert(*term, (now, 0));
-        }
-        for row in rows {
-            match row.kind {
-                0 => {
-                    let average = row.b.max(0) as f64 / row.a.max(1) as f64;
-                    cache.corpus = Some((now, row.a, average));
-                }
-                _ => {
-                    cache.df.insert(row.a, (now, row.b.max(0) as u64));
-                }
+        if let Some(row) = rows.iter().find(|r| r.kind == 0) {
+            let average = row.b.max(0) as f64 / row.a.max(1) as f64;
+            let changed = cache
+                .corpus
+                .is_none_or(|(_, n, avg)| n != row.a || avg != average);
+            if changed {
+                cache.df.clear();
             }
+            cache.corpus = Some((now, row.a, average));
+        }
+        // Terms asked for that no document holds are not remembered (they read as 0): a log
+        // ingested a moment later, by this process or another, is found by its words at once.
+        for term in asked {
+            cache.df.remove(term);
+        }
+        for row in rows.iter().filter(|r| r.kind != 0) {
+            cache.df.insert(row.a, (now, row.b.max(0) as u64));
         }
         Ok(cache.stats(terms))
     }
