@@ -143,12 +143,12 @@ enum Command {
     },
     /// Ingest session logs: the given files and directories, or the configured sources.
     Ingest {
-        /// Log files or directories; none means the configured sources (~/.codex, ~/.claude).
+        /// Log files or directories; none means the configured sources (where every harness keeps its logs).
         paths: Vec<PathBuf>,
         /// The harness that wrote the given files (default: detect).
         #[arg(long, value_enum)]
         harness: Option<Harness>,
-        /// Source name recorded for the given files (default: codex or claude).
+        /// Source name recorded for the given files (default: the harness's short name, e.g. claude).
         #[arg(long)]
         source: Option<String>,
         /// Hide the progress bar.

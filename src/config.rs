@@ -524,6 +524,11 @@ impl Default for IngestConfig {
                     glob: "~/.copilot/session-state/**/*.jsonl".into(),
                 },
                 SourceConfig {
+                    name: "copilot-legacy".into(),
+                    harness: Harness::CopilotCli,
+                    glob: "~/.copilot/history-session-state/session_*.json".into(),
+                },
+                SourceConfig {
                     name: "droid".into(),
                     harness: Harness::Droid,
                     glob: "~/.factory/sessions/**/*.jsonl".into(),

@@ -35,7 +35,7 @@ impl ServerHandler for McpServer {
                 Implementation::new("moraine-mcp", env!("CARGO_PKG_VERSION"))
                     .with_title("Moraine session search"),
             )
-            .with_instructions(INSTRUCTIONS)
+            .with_instructions(INSTRUCTIONS.as_str())
     }
 
     async fn list_tools(

@@ -48,7 +48,7 @@ pub const CHUNK_BYTES: usize = 16 * 1024 * 1024;
 
 #[derive(Debug, clap::Args)]
 pub struct PushArgs {
-    /// Log files or directories; none means the configured sources (~/.codex, ~/.claude).
+    /// Log files or directories; none means the configured sources (where every harness keeps its logs).
     paths: Vec<PathBuf>,
     /// The moraine-mcp server, e.g. https://moraine.example.com.
     #[arg(long, env = "MORAINE_MCP_PUSH_SERVER")]

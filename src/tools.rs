@@ -33,11 +33,16 @@ use querylog::QueryLog;
 use schema::InputValidator;
 use search::SearchSessions;
 
-/// The server's description of itself, sent in `initialize`.
-pub(crate) const INSTRUCTIONS: &str = "moraine-mcp remembers past AI coding-agent sessions (Codex, Claude Code). \
+/// The server's description of itself, sent in `initialize`: what it reads, and how to use it.
+pub(crate) static INSTRUCTIONS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "moraine-mcp remembers past AI coding-agent sessions ({}). \
 Use search_sessions to find events by words (it returns handles and snippets, not payloads), \
 list_sessions to browse sessions by time window, and open with any returned ID to expand a \
-session, turn or event; follow the traversal IDs in open's answers to move around.";
+session, turn or event; follow the traversal IDs in open's answers to move around.",
+        crate::vocab::Harness::titles()
+    )
+});
 
 /// One parsed tool call: which tool, with its typed arguments.
 pub(crate) enum ToolCall {

@@ -201,6 +201,29 @@ impl Harness {
         }
     }
 
+    /// The harness's own name, as its users know it.
+    pub fn title(self) -> &'static str {
+        match self {
+            Self::Codex => "Codex",
+            Self::ClaudeCode => "Claude Code",
+            Self::GeminiCli => "Gemini CLI",
+            Self::Cursor => "Cursor",
+            Self::OpenCode => "OpenCode",
+            Self::CopilotCli => "Copilot CLI",
+            Self::QwenCode => "Qwen Code",
+            Self::Droid => "Droid",
+        }
+    }
+
+    /// Every harness's own name, in a list for people ("Codex, Claude Code, … and Droid").
+    pub fn titles() -> String {
+        let names: Vec<&str> = Self::ALL.iter().map(|h| h.title()).collect();
+        match names.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+            _ => names.join(""),
+        }
+    }
+
     /// The source name used for files named on the command line.
     pub fn default_source(self) -> &'static str {
         match self {

@@ -420,6 +420,14 @@ async fn stateful_mode_issues_sessions() {
         .cloned()
         .expect("a session id");
     assert_eq!(init.json()["result"]["serverInfo"]["name"], "moraine-mcp");
+    // The instructions every agent gets name every harness the service reads.
+    let instructions = init.json()["result"]["instructions"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for harness in moraine_mcp::vocab::Harness::ALL {
+        assert!(instructions.contains(harness.title()), "{instructions}");
+    }
     let mut client = Mcp::legacy(&server.mcp_url, None).await;
     let list = client.request("tools/list", None, json!({})).await;
     assert_eq!(list["result"]["tools"].as_array().unwrap().len(), 3);

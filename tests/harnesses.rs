@@ -622,12 +622,7 @@ fn the_default_sources_find_every_harness_where_it_keeps_its_logs() {
     place(&fixtures, "claude", &home, ".claude/projects");
     place(&fixtures, "gemini/tmp", &home, ".gemini/tmp");
     place(&fixtures, "qwen", &home, ".qwen");
-    place(
-        &fixtures,
-        "copilot/session-state",
-        &home,
-        ".copilot/session-state",
-    );
+    place(&fixtures, "copilot", &home, ".copilot");
     place(&fixtures, "droid/sessions", &home, ".factory/sessions");
     place(&fixtures, "cursor/projects", &home, ".cursor/projects");
     place(&fixtures, "cursor/User", &home, cursor_user);
@@ -665,6 +660,12 @@ fn the_default_sources_find_every_harness_where_it_keeps_its_logs() {
             "{harness}: {logs:#?}"
         );
     }
+    // Copilot CLI's whole-file sessions of 0.0.341 and older too.
+    assert!(
+        logs.iter()
+            .any(|log| log.path.to_string_lossy().contains("history-session-state")),
+        "{logs:#?}"
+    );
     let workspace = logs
         .iter()
         .filter(|log| log.path.to_string_lossy().contains("workspaceStorage"))

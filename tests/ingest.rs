@@ -62,7 +62,7 @@ fn corpora() -> Vec<(PathBuf, Vec<LogFile>)> {
 }
 
 /// Files in `tests/formats/`, one per version family.
-const FORMAT_FAMILIES: usize = 27;
+const FORMAT_FAMILIES: usize = 28;
 
 /// The fixture whose path contains `part`.
 fn fixture<'a>(files: &'a [LogFile], part: &str) -> &'a LogFile {
@@ -1095,4 +1095,78 @@ async fn a_log_ingested_beside_a_running_server_is_found_and_ranked_at_once() {
     cold_server.stop().await;
     std::fs::remove_dir_all(first).unwrap();
     std::fs::remove_dir_all(second).unwrap();
+}
+
+#[test]
+fn an_opencode_export_reads_as_the_same_session_in_the_store() {
+    let root = format_root();
+    // `opencode export` output saved with its stderr line before the JSON.
+    let export = root.join("opencode/exports/ses_5c1e8a2f7b3dKp9Qw2Xy4Zr6Tu.json");
+    let (exported, problems) = files::from_paths(&[export], None, None);
+    assert!(problems.is_empty(), "{problems:?}");
+    assert_eq!(exported.len(), 1);
+    assert_eq!(exported[0].harness, Harness::OpenCode);
+    assert_eq!(exported[0].native_id, "ses_5c1e8a2f7b3dKp9Qw2Xy4Zr6Tu");
+    // Under any file name: the identity is the export's.
+    let renamed = scratch("opencode-export").join("session.json");
+    std::fs::copy(&exported[0].path, &renamed).unwrap();
+    let (again, problems) = files::from_paths(std::slice::from_ref(&renamed), None, None);
+    assert!(problems.is_empty(), "{problems:?}");
+    assert_eq!(again[0].session_key, exported[0].session_key);
+    let stored = logs_in(&root, FORMAT_FAMILIES);
+    let stored = fixture(&stored, "opencode.db#ses_5c1e8a2f7b3dKp9Qw2Xy4Zr6Tu");
+    assert_eq!(golden(&normalise(&exported[0])), golden(&normalise(stored)));
+    assert_eq!(golden(&normalise(&again[0])), golden(&normalise(stored)));
+}
+
+#[test]
+fn a_copilot_session_imported_into_an_event_log_is_read_once_from_the_log() {
+    let legacy = format_root().join(
+        "copilot/history-session-state/session_5d0e7c3a-1f2b-4a6d-9e8c-7b4a2f1d0c93_1760182820882.json",
+    );
+    let document: Value = serde_json::from_slice(&std::fs::read(&legacy).unwrap()).unwrap();
+    let home = scratch("copilot-import");
+    let old = home.join("history-session-state");
+    let new = home.join("session-state");
+    std::fs::create_dir_all(&old).unwrap();
+    std::fs::create_dir_all(&new).unwrap();
+    std::fs::copy(&legacy, old.join(legacy.file_name().unwrap())).unwrap();
+    // 0.0.343 resumed it: the whole document imported into an event log, then a new prompt.
+    let id = "5d0e7c3a-1f2b-4a6d-9e8c-7b4a2f1d0c93";
+    let events = [
+        json!({"type": "session.start", "id": "e1", "parentId": null, "timestamp": "2025-10-20T08:00:00.000Z",
+               "data": {"sessionId": id, "version": 1, "producer": "copilot-agent", "copilotVersion": "0.0.343", "startTime": "2025-10-11T11:40:20.882Z"}}),
+        json!({"type": "session.import_legacy", "id": "e2", "parentId": "e1", "timestamp": "2025-10-20T08:00:00.010Z",
+               "data": {"legacySession": document, "importTime": "2025-10-20T08:00:00.010Z", "sourceFile": "session.json"}}),
+        json!({"type": "user.message", "id": "e3", "parentId": "e2", "timestamp": "2025-10-20T08:00:05.000Z",
+               "data": {"content": "try the fix again"}}),
+    ];
+    let text: String = events.iter().map(|e| format!("{e}\n")).collect();
+    std::fs::write(new.join(format!("{id}.jsonl")), text).unwrap();
+    let (found, problems) = files::from_paths(std::slice::from_ref(&home), None, None);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert!(found[0].path.ends_with(format!("{id}.jsonl")));
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(problems[0].is_duplicate());
+    let n = normalise(&found[0]);
+    let prompts: Vec<&str> = n
+        .events
+        .iter()
+        .filter(|e| e.event_type == EventType::UserInput.code() as i8)
+        .map(|e| e.text.as_str())
+        .collect();
+    assert_eq!(
+        prompts,
+        [
+            "why does the build cache miss on every CI run?",
+            "fix it",
+            "try the fix again"
+        ]
+    );
+    assert!(
+        n.events
+            .iter()
+            .any(|e| e.tool_name == "bash" && e.exit_code == Some(0))
+    );
+    std::fs::remove_dir_all(home).unwrap();
 }

@@ -1,5 +1,6 @@
-//! GitHub Copilot CLI sessions (`~/.copilot/session-state/<session>/events.jsonl`, and the older
-//! flat `session-state/<session>.jsonl`) normalised into draft events.
+//! GitHub Copilot CLI sessions (`~/.copilot/session-state/<session>/events.jsonl`, the older
+//! flat `session-state/<session>.jsonl`, and before those (0.0.341 and older) whole-file
+//! sessions `history-session-state/session_<session>_<ms>.json`) normalised into draft events.
 //!
 //! Each line is an event `{type, data, id, timestamp, parentId}`. A turn starts at a
 //! `user.message` typed while the agent was idle (not one steered into a running turn, not a
@@ -7,12 +8,75 @@
 //! `abort` or at a `session.error`. A sub-agent's events sit in the same file, marked by
 //! `parentToolCallId` or `agentId`.
 
+use std::collections::HashMap;
+use std::io;
+
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::adapter::{AdapterOutput, ToolNames};
 use super::draft::{Draft, Ending, SelfTools, exit_code_in_text, parse_ts};
+use super::rendered::{Rendering, invalid};
 use crate::vocab::EventType;
+
+/// A whole-file session of Copilot CLI 0.0.341 and older — `{sessionId, startTime,
+/// chatMessages, timeline, selectedModel}`, rewritten whole as it grows — rendered as JSON Lines:
+/// a header, then its timeline (what the person saw, with times), each finished tool call with
+/// the output the model got (from `chatMessages`, joined by call id).
+pub(crate) fn render_legacy(bytes: &[u8]) -> io::Result<Vec<u8>> {
+    let document: Value =
+        serde_json::from_slice(bytes).map_err(|e| invalid(format!("not valid JSON: {e}")))?;
+    let mut out = Rendering::default();
+    legacy_lines(&document, &mut out)?;
+    Ok(out.into_bytes())
+}
+
+/// Appends the lines a legacy session document renders as.
+fn legacy_lines(document: &Value, out: &mut Rendering) -> io::Result<()> {
+    let Some(id) = document.get("sessionId").and_then(Value::as_str) else {
+        return Err(invalid("not a Copilot CLI session (no sessionId)"));
+    };
+    let mut header = Map::new();
+    header.insert("sessionId".into(), Value::String(id.to_owned()));
+    for key in ["startTime", "selectedModel"] {
+        if let Some(value) = document.get(key).filter(|v| !v.is_null()) {
+            header.insert(key.into(), value.clone());
+        }
+    }
+    out.push("session", header);
+    // What each tool answered, as the model got it.
+    let mut outputs: HashMap<&str, &Value> = HashMap::new();
+    for message in document
+        .get("chatMessages")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if message.get("role").and_then(Value::as_str) == Some("tool")
+            && let Some(call) = message.get("tool_call_id").and_then(Value::as_str)
+            && let Some(content) = message.get("content")
+        {
+            outputs.insert(call, content);
+        }
+    }
+    for entry in document
+        .get("timeline")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let Value::Object(entry) = entry else {
+            continue;
+        };
+        let mut fields = entry.clone();
+        let call = entry.get("callId").and_then(Value::as_str);
+        if let Some(output) = call.and_then(|c| outputs.get(c)) {
+            fields.insert("output".into(), (*output).clone());
+        }
+        out.push("entry", fields);
+    }
+    Ok(())
+}
 
 /// Adapter state carried across runs in the checkpoint.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -31,8 +95,11 @@ pub(crate) struct Copilot<'a> {
 }
 
 impl Copilot<'_> {
-    /// Normalises one event.
+    /// Normalises one event, or one line of a rendered whole-file session.
     pub(crate) fn read(&mut self, record: &Value, raw: &str, out: &mut AdapterOutput) {
+        if record.get("record").is_some() {
+            return self.legacy(record, raw, out);
+        }
         if record.get("ephemeral").and_then(Value::as_bool) == Some(true) {
             return;
         }
@@ -157,11 +224,24 @@ impl Copilot<'_> {
                 drafts.push(Draft::bookkeeping(ts, text("content"), raw.to_owned()));
             }
             "session.import_legacy" => {
+                // A whole-file session carried over when it was resumed (the file itself is
+                // then deleted): its history is this session's beginning.
                 drafts.push(Draft::bookkeeping(
                     ts,
                     "imported an older session".into(),
                     raw.to_owned(),
                 ));
+                let mut lines = Rendering::default();
+                if let Some(legacy) = data.get("legacySession")
+                    && legacy_lines(legacy, &mut lines).is_ok()
+                {
+                    let bytes = lines.into_bytes();
+                    for line in bytes.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+                        if let Ok(record) = serde_json::from_slice::<Value>(line) {
+                            self.legacy(&record, &String::from_utf8_lossy(line), out);
+                        }
+                    }
+                }
             }
             _ if kind.starts_with("session.")
                 || kind.starts_with("subagent.")
@@ -188,6 +268,113 @@ impl Copilot<'_> {
                 draft.mark_sidechain();
             }
             out.drafts.push(draft);
+        }
+    }
+
+    /// A line of a rendered whole-file session: its header, or an entry of its timeline. A
+    /// turn starts at what the person typed; the log records no stop reasons, so an answer ends
+    /// its turn when nothing but bookkeeping follows it.
+    fn legacy(&mut self, record: &Value, raw: &str, out: &mut AdapterOutput) {
+        let ts = parse_ts(record.get("timestamp"));
+        let text = |key: &str| {
+            record
+                .get(key)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned()
+        };
+        let model = self.state.model.clone();
+        let drafts = &mut out.drafts;
+        match (
+            record.get("record").and_then(Value::as_str),
+            record.get("type").and_then(Value::as_str).unwrap_or(""),
+        ) {
+            (Some("session"), _) => {
+                if let Some(model) = record.get("selectedModel").and_then(Value::as_str) {
+                    self.state.model = model.to_owned();
+                }
+                out.started_at = parse_ts(record.get("startTime"));
+            }
+            (_, "user") => {
+                let typed = text("text");
+                if typed.trim().is_empty() {
+                    return;
+                }
+                let mut draft = Draft::new(EventType::UserInput, ts, typed, raw.to_owned());
+                draft.starts_turn = true;
+                drafts.push(draft);
+            }
+            (_, "copilot") => {
+                let mut draft = Draft::new(
+                    EventType::AssistantResponse,
+                    ts,
+                    text("text"),
+                    raw.to_owned(),
+                );
+                draft.model = model;
+                draft.may_end_turn = true;
+                drafts.push(draft);
+            }
+            (_, "info") => drafts.push(Draft::bookkeeping(ts, text("text"), raw.to_owned())),
+            (_, "error") => {
+                let mut draft = Draft::new(EventType::Runtime, ts, text("text"), raw.to_owned());
+                draft.is_error = true;
+                drafts.push(draft);
+            }
+            (_, kind @ ("tool_call_requested" | "tool_call_completed")) => {
+                let name = record.get("name").and_then(Value::as_str).unwrap_or("tool");
+                let id = text("callId");
+                let args = record.get("arguments").unwrap_or(&Value::Null);
+                let mut call_raw = record.clone();
+                if let Some(fields) = call_raw.as_object_mut() {
+                    fields.remove("result");
+                    fields.remove("output");
+                }
+                let mut call = self.state.tools.call(
+                    ts,
+                    name,
+                    &id,
+                    args,
+                    call_raw.to_string(),
+                    self.self_tools,
+                );
+                call.model = model;
+                drafts.push(call);
+                if kind == "tool_call_requested" {
+                    return;
+                }
+                let result = record.get("result").unwrap_or(&Value::Null);
+                let outcome = result.get("type").and_then(Value::as_str).unwrap_or("");
+                let body = match record.get("output") {
+                    Some(Value::String(text)) => text.clone(),
+                    Some(Value::Array(parts)) => parts
+                        .iter()
+                        .filter_map(|p| p.get("text").and_then(Value::as_str))
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                    _ => result
+                        .get("log")
+                        .and_then(Value::as_str)
+                        .unwrap_or(outcome)
+                        .to_owned(),
+                };
+                let mut response = self.state.tools.result(ts, &id, body, result.to_string());
+                response.is_error = outcome != "success";
+                if matches!(outcome, "rejected" | "denied") {
+                    response.ending = Some(Ending::Interrupted);
+                }
+                if matches!(name, "bash" | "powershell") {
+                    response.exit_code =
+                        exited_with(&response.text).or_else(|| exit_code_in_text(&response.text));
+                }
+                drafts.push(response);
+            }
+            _ => drafts.push(Draft::new(
+                EventType::Unknown,
+                ts,
+                String::new(),
+                raw.to_owned(),
+            )),
         }
     }
 

@@ -156,6 +156,7 @@ pub fn from_paths(
                 "*.jsonl",
                 "rollout-*.json",
                 "session-*.json",
+                "session_*.json",
                 "ses_*.json",
                 "opencode.db",
                 "*.vscdb",
@@ -276,7 +277,8 @@ fn is_log_name(harness: Harness, path: &Path) -> bool {
         }
         Harness::OpenCode => matches!(ext, "db" | "json"),
         Harness::Cursor => matches!(ext, "jsonl" | "vscdb"),
-        Harness::CopilotCli | Harness::Droid => ext == "jsonl",
+        Harness::CopilotCli => ext == "jsonl" || ext == "json" && name.starts_with("session_"),
+        Harness::Droid => ext == "jsonl",
     }
 }
 
@@ -456,11 +458,19 @@ impl Identity {
             }
             // `storage/session/<project>/<session>.json`.
             Harness::OpenCode => stem.starts_with("ses_").then(|| Self::main(stem)),
-            // `session-state/<session>/events.jsonl`, or the older `session-state/<session>.jsonl`.
+            // `session-state/<session>/events.jsonl`, the older `session-state/<session>.jsonl`,
+            // and before those `history-session-state/session_<session>_<ms>.json`.
             Harness::CopilotCli => {
                 let parent = path.parent()?.file_name()?.to_str()?;
+                let legacy = stem
+                    .strip_prefix("session_")
+                    .and_then(|rest| rest.rsplit_once('_'))
+                    .filter(|(_, ms)| ms.bytes().all(|b| b.is_ascii_digit()))
+                    .map(|(id, _)| id);
                 if stem == "events" && is_uuid(parent) {
                     Some(Self::main(parent))
+                } else if let Some(id) = legacy.filter(|id| is_uuid(id)) {
+                    Some(Self::main(id))
                 } else {
                     is_uuid(stem).then(|| Self::main(stem))
                 }
@@ -531,7 +541,22 @@ impl Identity {
                     })
                 }
                 Harness::QwenCode => text(record.get("sessionId")).map(|id| Self::main(&id)),
-                Harness::Droid | Harness::Cursor | Harness::OpenCode | Harness::CopilotCli => None,
+                // A rendered session's header (an export, a whole-file session), or Copilot
+                // CLI's `session.start`.
+                Harness::OpenCode
+                    if record.get("record").and_then(Value::as_str) == Some("session") =>
+                {
+                    text(record.get("id")).map(|id| Self::main(&id))
+                }
+                Harness::CopilotCli => text(record.get("sessionId"))
+                    .filter(|_| record.get("record").is_some())
+                    .or_else(|| {
+                        text(record.get("data").and_then(|d| d.get("sessionId"))).filter(|_| {
+                            record.get("type").and_then(Value::as_str) == Some("session.start")
+                        })
+                    })
+                    .map(|id| Self::main(&id)),
+                Harness::Droid | Harness::Cursor | Harness::OpenCode => None,
                 Harness::ClaudeCode => {
                     let session = text(record.get("sessionId"))?;
                     let sidechain = record.get("isSidechain").and_then(Value::as_bool);
@@ -620,9 +645,12 @@ fn sniff(path: &Path) -> Result<Harness, String> {
     let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
     if path.extension().is_some_and(|e| e == "json") {
         // A whole-file session: the TypeScript Codex CLI's `{"session", "items"}`, Gemini
-        // CLI's and Qwen Code's `{"sessionId", "messages"}`, an OpenCode session's `{"id":
-        // "ses_…"}`.
-        let whole: Value = serde_json::from_reader(BufReader::new(file))
+        // CLI's and Qwen Code's `{"sessionId", "messages"}`, an older Copilot CLI's
+        // `{"sessionId", "chatMessages", "timeline"}`, an OpenCode session's `{"id": "ses_…"}`
+        // or export's `{"info": {"id": "ses_…"}, "messages"}`.
+        drop(file);
+        let bytes = rendered::read_source(path).map_err(|e| e.to_string())?;
+        let whole: Value = serde_json::from_slice(rendered::json_document(&bytes))
             .map_err(|e| format!("not valid JSON: {e}"))?;
         let qwen_messages = whole
             .get("messages")
@@ -633,17 +661,22 @@ fn sniff(path: &Path) -> Result<Harness, String> {
             });
         return if whole.get("session").is_some() && whole.get("items").is_some() {
             Ok(Harness::Codex)
+        } else if whole.get("sessionId").is_some()
+            && (whole.get("chatMessages").is_some() || whole.get("timeline").is_some())
+        {
+            Ok(Harness::CopilotCli)
         } else if whole.get("sessionId").is_some() && whole.get("messages").is_some() {
             Ok(if qwen_messages {
                 Harness::QwenCode
             } else {
                 Harness::GeminiCli
             })
-        } else if whole
-            .get("id")
-            .and_then(Value::as_str)
-            .is_some_and(|id| id.starts_with("ses_"))
+        } else if [whole.get("id"), whole.pointer("/info/id")]
+            .into_iter()
+            .flatten()
+            .any(|id| id.as_str().is_some_and(|id| id.starts_with("ses_")))
         {
+            // An OpenCode session of its JSON tree, or one `opencode export` wrote.
             Ok(Harness::OpenCode)
         } else {
             Err("a .json file that is not a session of a known harness".into())
@@ -740,11 +773,11 @@ fn responses_content(content: Option<&Value>) -> bool {
 
 /// Whether a log is an older form of a session its harness has moved elsewhere: a whole-file
 /// JSON session Gemini CLI migrated to JSON Lines (and left behind), an OpenCode session of the
-/// JSON tree its store imported.
+/// JSON tree its store imported, a Copilot CLI session its event log imported.
 fn superseded(file: &LogFile) -> bool {
     matches!(
         file.harness,
-        Harness::GeminiCli | Harness::QwenCode | Harness::OpenCode
+        Harness::GeminiCli | Harness::QwenCode | Harness::OpenCode | Harness::CopilotCli
     ) && file.path.extension().is_some_and(|e| e == "json")
 }
 

@@ -1,7 +1,7 @@
 //! OpenCode sessions — the SQLite store `~/.local/share/opencode/opencode*.db` (tables
-//! `session`, `message`, `part`; and `session_message` in 2.x) and the JSON tree
-//! `storage/{session,message,part}/` of versions before 1.2 — rendered one message per line and
-//! normalised into draft events.
+//! `session`, `message`, `part`; and `session_message` in 2.x), the JSON tree
+//! `storage/{session,message,part}/` of versions before 1.2, and `opencode export` files —
+//! rendered one message per line and normalised into draft events.
 //!
 //! Rows are rewritten in place as a reply streams (a tool part goes pending → running →
 //! completed), so a session is rendered as it stands and read on where it only grew. A turn
@@ -74,13 +74,83 @@ pub(crate) fn sessions(path: &Path) -> io::Result<Vec<(String, u64)>> {
     })
 }
 
-/// Renders one session: of a store (`opencode.db#<session>`) or of the JSON tree (the
-/// session's file `storage/session/<project>/<session>.json`).
+/// Renders one session: of a store (`opencode.db#<session>`), of the JSON tree (the session's
+/// file `storage/session/<project>/<session>.json`), or written by `opencode export`.
 pub(crate) fn render(path: &Path) -> io::Result<Vec<u8>> {
-    match rendered::store_session(path) {
-        Some((store, session)) => render_stored(&store, session),
-        None => render_tree(path),
+    if let Some((store, session)) = rendered::store_session(path) {
+        return render_stored(&store, session);
     }
+    let bytes = rendered::read_source(path)?;
+    let document: Value = serde_json::from_slice(rendered::json_document(&bytes))
+        .map_err(|e| invalid(format!("{}: {e}", path.display())))?;
+    match (document.get("info"), document.get("messages")) {
+        (Some(info), Some(Value::Array(messages))) => render_export(info, messages),
+        _ => render_tree(path, &document),
+    }
+}
+
+/// The header line of a session from its info (`Session.Info`, as the JSON tree and exports
+/// hold it).
+fn session_header(info: &Value) -> io::Result<Map<String, Value>> {
+    let id = info
+        .get("id")
+        .and_then(Value::as_str)
+        .ok_or_else(|| invalid("not an OpenCode session (no session id)"))?;
+    let mut header = Map::new();
+    header.insert("id".into(), Value::String(id.to_owned()));
+    for (from, to) in [
+        ("title", "title"),
+        ("directory", "directory"),
+        ("parentID", "parent_id"),
+        ("version", "version"),
+    ] {
+        if let Some(value) = info.get(from).filter(|v| !v.is_null()) {
+            header.insert(to.into(), value.clone());
+        }
+    }
+    if let Some(created) = info.pointer("/time/created") {
+        header.insert("time_created".into(), created.clone());
+    }
+    Ok(header)
+}
+
+/// The line of one message with its parts.
+fn message_line(out: &mut Rendering, id: String, mut message: Value, parts: Vec<Value>) {
+    let created = message
+        .pointer("/time/created")
+        .cloned()
+        .unwrap_or(Value::Null);
+    if let Value::Object(fields) = &mut message {
+        fields.remove("id");
+        fields.remove("sessionID");
+    }
+    out.push_value(
+        "message",
+        json!({"id": id, "created": created, "info": message, "parts": parts}),
+    );
+}
+
+/// A session `opencode export` wrote: `{info, messages: [{info, parts}]}`, oldest first.
+fn render_export(info: &Value, messages: &[Value]) -> io::Result<Vec<u8>> {
+    let mut out = Rendering::default();
+    out.push("session", session_header(info)?);
+    for message in messages {
+        let Some(info) = message.get("info") else {
+            continue;
+        };
+        let id = info
+            .get("id")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let parts = message
+            .get("parts")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        message_line(&mut out, id, info.clone(), parts);
+    }
+    Ok(out.into_bytes())
 }
 
 fn render_stored(path: &Path, session: &str) -> io::Result<Vec<u8>> {
@@ -196,39 +266,20 @@ fn parse(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned()))
 }
 
-/// A session of the JSON tree: `storage/session/<project>/<id>.json`, its messages in
+/// A session of the JSON tree: `storage/session/<project>/<id>.json` (`info`), its messages in
 /// `storage/message/<id>/`, their parts in `storage/part/<message>/`.
-fn render_tree(path: &Path) -> io::Result<Vec<u8>> {
+fn render_tree(path: &Path, info: &Value) -> io::Result<Vec<u8>> {
     let storage = path
         .ancestors()
         .nth(3)
         .ok_or_else(|| invalid("not an OpenCode session file"))?;
-    let info: Value = read_json(path)?;
-    let id = info
-        .get("id")
-        .and_then(Value::as_str)
-        .ok_or_else(|| invalid("not an OpenCode session (no id)"))?
-        .to_owned();
-    let mut header = Map::new();
-    header.insert("id".into(), Value::String(id.clone()));
-    for (from, to) in [
-        ("title", "title"),
-        ("directory", "directory"),
-        ("parentID", "parent_id"),
-        ("version", "version"),
-    ] {
-        if let Some(value) = info.get(from).filter(|v| !v.is_null()) {
-            header.insert(to.into(), value.clone());
-        }
-    }
-    if let Some(created) = info.pointer("/time/created") {
-        header.insert("time_created".into(), created.clone());
-    }
+    let header = session_header(info)?;
+    let id = header["id"].as_str().unwrap_or_default().to_owned();
     let mut out = Rendering::default();
     out.push("session", header);
     for message_path in json_files(&storage.join("message").join(&id))? {
         // A file being written can be cut short: it is read when whole, next time.
-        let Ok(mut message) = read_json(&message_path) else {
+        let Ok(message) = read_json(&message_path) else {
             continue;
         };
         let message_id = message
@@ -236,22 +287,11 @@ fn render_tree(path: &Path) -> io::Result<Vec<u8>> {
             .and_then(Value::as_str)
             .map(str::to_owned)
             .unwrap_or_else(|| stem(&message_path));
-        let created = message
-            .pointer("/time/created")
-            .cloned()
-            .unwrap_or(Value::Null);
-        if let Value::Object(fields) = &mut message {
-            fields.remove("id");
-            fields.remove("sessionID");
-        }
         let parts: Vec<Value> = json_files(&storage.join("part").join(&message_id))?
             .iter()
             .filter_map(|p| read_json(p).ok())
             .collect();
-        out.push_value(
-            "message",
-            json!({"id": message_id, "created": created, "info": message, "parts": parts}),
-        );
+        message_line(&mut out, message_id, message, parts);
     }
     Ok(out.into_bytes())
 }

@@ -98,10 +98,10 @@ pub fn store_session_path(store: &Path, session: &str) -> PathBuf {
 pub fn is_rendered(harness: Harness, path: &Path) -> bool {
     let json = path.extension().is_some_and(|e| e == "json");
     match harness {
-        Harness::Codex => json,
+        Harness::Codex | Harness::CopilotCli => json,
         Harness::GeminiCli | Harness::QwenCode | Harness::OpenCode => true,
         Harness::Cursor => store_session(path).is_some(),
-        Harness::ClaudeCode | Harness::CopilotCli | Harness::Droid => false,
+        Harness::ClaudeCode | Harness::Droid => false,
     }
 }
 
@@ -144,7 +144,8 @@ pub fn render(harness: Harness, path: &Path) -> io::Result<Option<Vec<u8>>> {
         Harness::QwenCode => super::qwen::render(&read_source(path)?, path)?,
         Harness::OpenCode => super::opencode::render(path)?,
         Harness::Cursor => super::cursor::render(path)?,
-        Harness::ClaudeCode | Harness::CopilotCli | Harness::Droid => return Ok(None),
+        Harness::CopilotCli => super::copilot::render_legacy(&read_source(path)?)?,
+        Harness::ClaudeCode | Harness::Droid => return Ok(None),
     };
     Ok(Some(bytes))
 }
@@ -159,6 +160,15 @@ pub fn read_source(path: &Path) -> io::Result<Vec<u8>> {
         )));
     }
     std::fs::read(path)
+}
+
+/// The JSON document in `bytes`: from its first `{`, past a byte-order mark or a line a tool
+/// printed before it (`opencode export` saved with its stderr: `Exporting session: ses_…`).
+pub fn json_document(bytes: &[u8]) -> &[u8] {
+    match memchr::memchr(b'{', bytes) {
+        Some(at) => &bytes[at..],
+        None => bytes,
+    }
 }
 
 pub fn invalid(message: impl Into<String>) -> io::Error {
