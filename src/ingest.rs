@@ -5,6 +5,7 @@
 //! idempotent (re-reading replaces what a file contributed before).
 
 pub(crate) mod adapter;
+pub mod claim;
 pub(crate) mod claude;
 pub(crate) mod codex;
 pub(crate) mod copilot;
@@ -201,10 +202,12 @@ async fn repair(db: &Db, lock: &lock::IngestLock) -> Result<(), DbError> {
 async fn run_locked(
     config: &Config,
     db: &Db,
-    files: Vec<LogFile>,
+    mut files: Vec<LogFile>,
     show_progress: bool,
 ) -> Result<Summary, IngestError> {
     let started = Instant::now();
+    // Discovery told this machine's logs apart; another source's sessions stay theirs.
+    claim::claim(db, &mut files, None).await?;
     let stored = writer::load_stored(db, &files, writer::Doubles::Look).await?;
     let none = Stored::default();
     let stored_for = |file: &LogFile| stored.get(&file.file_key).unwrap_or(&none);

@@ -1055,3 +1055,160 @@ async fn a_push_while_searches_run_gives_way_to_them_and_stores_everything() {
     assert_eq!(paced(&page), paced_during);
     server.stop().await;
 }
+
+/// Sessions of `source` as a reader limited to it sees them: native ID → event count.
+async fn sessions_seen(
+    server: &TestServer,
+    token: &str,
+) -> std::collections::BTreeMap<String, u64> {
+    let mut mcp = Mcp::modern(&server.mcp_url, Some(token)).await;
+    let listed = mcp
+        .ok(
+            "list_sessions",
+            json!({"start_datetime": "2026-01-01T00:00:00Z", "end_datetime": "2027-01-01T00:00:00Z", "limit": 50}),
+        )
+        .await;
+    let mut seen = std::collections::BTreeMap::new();
+    for listed in listed["data"]["sessions"].as_array().unwrap() {
+        let session = &listed["session"];
+        // What the session holds, as open reads it (not only what its row says).
+        let opened = mcp.ok("open", json!({"id": listed["id"]})).await;
+        let events: u64 = opened["data"]["turns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["event_count"].as_u64().unwrap())
+            .sum();
+        assert_eq!(
+            events,
+            session["event_count"].as_u64().unwrap(),
+            "{session}"
+        );
+        seen.insert(
+            format!(
+                "{} {}",
+                session["source"].as_str().unwrap(),
+                session["title"].as_str().unwrap()
+            ),
+            events,
+        );
+    }
+    seen
+}
+
+#[tokio::test]
+async fn a_laptop_never_overwrites_or_shrinks_anothers_session() {
+    let (a, b) = (scratch("own-a"), scratch("own-b"));
+    write_sessions(&a, 0x0a1, 3, 3, "alphaword");
+    let (settings, db) = fresh_db().await;
+    let mut settings = team(settings);
+    let mut bob_reader = TokenConfig::reader("bob-reader", "bob-reader-token-0123456789");
+    bob_reader.read_sources = Some(vec!["bob".into()]);
+    settings.auth.tokens.push(bob_reader);
+    let server = TestServer::start(settings, db.clone()).await;
+    let alice = client(&server, ALICE);
+    push::push_logs(&alice, &logs_under(&a), 1 << 20, false)
+        .await
+        .unwrap();
+    let before = sessions_seen(&server, ALICE_READER).await;
+    assert_eq!(before.len(), 3, "{before:?}");
+
+    // Bob's laptop holds a copy of the same three logs (two machines syncing one home, or
+    // IDs copied on purpose), and one of them also under another name; it pushes them, then
+    // truncated copies.
+    common::copy_tree(&a, &b, &mut |_| {});
+    let project = b.join("projects").join("-home-dev-src-team");
+    let first = std::fs::read_dir(&project)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let exported = scratch("own-b-exported");
+    std::fs::copy(&first, exported.join("exported.jsonl")).unwrap();
+    let bob = client(&server, BOB);
+    push::push_logs(&bob, &logs_under(&b), 1 << 20, false)
+        .await
+        .unwrap();
+    push::push_logs(&bob, &logs_under(&exported), 1 << 20, false)
+        .await
+        .unwrap();
+    for entry in std::fs::read_dir(&project).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let kept: String = text.lines().take(2).map(|l| format!("{l}\n")).collect();
+        std::fs::write(&path, kept).unwrap();
+    }
+    let truncated = push::push_logs(&bob, &logs_under(&b), 1 << 20, false)
+        .await
+        .unwrap();
+    assert_eq!(truncated.failed, 0);
+
+    // Alice's sessions are hers, whole, as her own reader sees them.
+    assert_eq!(sessions_seen(&server, ALICE_READER).await, before);
+    let mut alice_reader = Mcp::modern(&server.mcp_url, Some(ALICE_READER)).await;
+    let found = alice_reader
+        .ok(
+            "search_sessions",
+            json!({"query": "alphaword answer", "n_hits": 50}),
+        )
+        .await;
+    let sessions: std::collections::HashSet<&str> = found["data"]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["session"]["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(sessions.len(), 3);
+    // Bob's copies are his own sessions: stored apart, as he pushed them last.
+    let bobs = sessions_seen(&server, "bob-reader-token-0123456789").await;
+    assert_eq!(bobs.len(), 3, "{bobs:?}");
+    assert!(bobs.keys().all(|k| k.starts_with("bob ")), "{bobs:?}");
+
+    // Alice goes on working: her session grows, Bob's copy does not.
+    let original = a
+        .join("projects")
+        .join("-home-dev-src-team")
+        .join(first.file_name().unwrap());
+    let session_id = first.file_stem().unwrap().to_string_lossy().into_owned();
+    let line = json!({"type": "user", "sessionId": session_id, "timestamp": "2026-05-20T00:00:00.000Z",
+        "message": {"role": "user", "content": "gammaword follow-up only alice wrote"}});
+    let mut text = std::fs::read_to_string(&original).unwrap();
+    text.push_str(&format!("{line}\n"));
+    std::fs::write(&original, text).unwrap();
+    push::push_logs(&alice, &logs_under(&a), 1 << 20, false)
+        .await
+        .unwrap();
+    let after = sessions_seen(&server, ALICE_READER).await;
+    assert_eq!(
+        after.values().sum::<u64>(),
+        before.values().sum::<u64>() + 1
+    );
+    assert_eq!(
+        sessions_seen(&server, "bob-reader-token-0123456789").await,
+        bobs
+    );
+    let mut bob_reader = Mcp::modern(&server.mcp_url, Some("bob-reader-token-0123456789")).await;
+    let leaked = bob_reader
+        .ok("search_sessions", json!({"query": "gammaword"}))
+        .await;
+    assert_eq!(leaked["data"]["result_count"], 0);
+    assert_statistics_exact(&snapshot(&db).await);
+    assert_no_duplicates(&db).await;
+    // Rebuilt from the archive, every log goes back into the session it was written to.
+    let scratch_dir = scratch("own-reindex");
+    moraine_mcp::ingest::reindex::run(
+        &server.config,
+        &db,
+        &moraine_mcp::ingest::reindex::Selection::default(),
+        &scratch_dir,
+        false,
+    )
+    .await
+    .unwrap();
+    assert_eq!(sessions_seen(&server, ALICE_READER).await, after);
+    let bobs_now = sessions_seen(&server, "bob-reader-token-0123456789").await;
+    assert_eq!(bobs_now.len(), 3, "{bobs_now:?}");
+    assert_statistics_exact(&snapshot(&db).await);
+    server.stop().await;
+}

@@ -185,11 +185,25 @@ impl PushIngest {
         let mut files = describe_all(source, appends);
         let held = self.lock_all(&files).await;
         self.identify_continued(source, appends, &mut files).await?;
-        let valid: Vec<LogFile> = files
+        // Sessions belong to the source that stored them first (see `claim`): settled with
+        // the logs' own first bytes where the request holds them.
+        let (mut valid, heads): (Vec<LogFile>, Vec<&[u8]>) = appends
             .iter()
-            .filter_map(|f| f.as_ref().ok())
-            .cloned()
-            .collect();
+            .zip(&files)
+            .filter_map(|(append, file)| {
+                let head = if append.offset == 0 {
+                    append.bytes
+                } else {
+                    &[][..]
+                };
+                file.as_ref().ok().map(|f| (f.clone(), head))
+            })
+            .unzip();
+        super::claim::claim(&self.db, &mut valid, Some(&heads)).await?;
+        let mut claimed = valid.iter();
+        for file in files.iter_mut().filter_map(|f| f.as_mut().ok()) {
+            *file = claimed.next().expect("one claim per log").clone();
+        }
         // Writes run to their end under the logs' locks: in a running server no insert of a
         // request lands after the next one has read, so sessions are not looked at for events
         // held twice (per request, that pass would cost more than the append; a server killed

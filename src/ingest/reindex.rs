@@ -110,6 +110,24 @@ pub async fn run(
             .map_err(|e| IngestError::Reader(e.to_string()))?;
         jobs.push((file, checkpoint.clone(), read_from));
     }
+    // Each log is rebuilt into the session it was written to (apart from another source's, or
+    // under its parent's), never one its name alone would give.
+    let mut logs: Vec<files::LogFile> = jobs.iter().map(|(file, _, _)| file.clone()).collect();
+    super::claim::claim(db, &mut logs, None).await?;
+    for ((file, _, _), claimed) in jobs.iter_mut().zip(logs) {
+        *file = claimed;
+    }
+    // A session that two logs of one source were written to (a log and its renamed copy)
+    // holds what the last of them wrote: that one alone rebuilds it.
+    let mut last_writer: std::collections::HashMap<u64, (i64, u64)> = Default::default();
+    for (file, checkpoint, _) in &jobs {
+        let wrote = (checkpoint.updated_at, checkpoint.file_key);
+        let last = last_writer.entry(file.session_key).or_insert(wrote);
+        *last = (*last).max(wrote);
+    }
+    jobs.retain(|(file, checkpoint, _)| {
+        last_writer.get(&file.session_key) == Some(&(checkpoint.updated_at, checkpoint.file_key))
+    });
     let total = jobs.iter().map(|(file, _, _)| file.size).sum();
     let progress = progress_bar(total, show_progress);
     let logs = checkpoints.len();

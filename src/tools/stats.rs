@@ -157,7 +157,9 @@ impl Cache {
         let idfs = dfs
             .iter()
             .map(|&df| {
-                let df = df as f64;
+                // A frequency can be read a moment ahead of the corpus size (two tables, one
+                // insert): never more documents than the corpus holds, or the log goes NaN.
+                let df = (df as f64).min(n);
                 // Lucene's form: never negative, even for terms in most documents.
                 (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
             })
@@ -186,5 +188,9 @@ mod tests {
         assert!(stats.idfs[0] > 0.0 && stats.idfs[0] < stats.idfs[1]);
         assert!((stats.idfs[1] - (1.0f64 + 99.5 / 1.5).ln()).abs() < 1e-12);
         assert_eq!(stats.average_length, 10.0);
+        // A frequency read ahead of the corpus size: still a finite, positive weight.
+        cache.df.insert(3, (Instant::now(), 150));
+        let idf = cache.stats(&[3]).idfs[0];
+        assert!(idf.is_finite() && idf > 0.0, "{idf}");
     }
 }
