@@ -125,6 +125,10 @@ pub async fn run(config: Arc<Config>, db: Db, shutdown: CancellationToken) -> an
         running.mcp_url()
     );
     eprintln!("{}", access(&config, bound));
+    if let Some(warning) = unnamed_host(&config) {
+        tracing::warn!("{warning}");
+        eprintln!("warning: {warning}");
+    }
     running.wait().await?;
     Ok(())
 }
@@ -135,7 +139,7 @@ fn access(config: &Config, bound: SocketAddr) -> String {
     if tokens.is_empty() {
         return format!(
             "authentication is off: anyone who can reach {bound} can read every session \
-             (set auth.tokens to require a token)"
+             (set MORAINE_MCP_TOKEN or auth.tokens to require a token)"
         );
     }
     let names: Vec<&str> = tokens.iter().map(|t| t.name.as_str()).collect();
@@ -145,6 +149,24 @@ fn access(config: &Config, bound: SocketAddr) -> String {
         if tokens.len() == 1 { "" } else { "s" },
         names.join(", ")
     )
+}
+
+/// A server reachable beyond loopback that knows no name for itself: agents reaching it by a
+/// host name (through a proxy) would be refused until a setting names it.
+fn unnamed_host(config: &Config) -> Option<String> {
+    let server = &config.server;
+    (!server.listen.ip().is_loopback()
+        && server.public_url.is_empty()
+        && server.allowed_hosts.is_empty())
+    .then(|| {
+        format!(
+            "{} accepts MCP requests addressed to its IP address only; if agents reach it by a \
+             host name (a TLS proxy in front), set server.public_url to the URL they use \
+             ({}SERVER__PUBLIC_URL=https://moraine.example.com), or they get 403",
+            server.listen,
+            crate::config::ENV_PREFIX
+        )
+    })
 }
 
 /// Serves MCP over stdin/stdout until the input ends.

@@ -7,12 +7,12 @@ use axum::extract::{Request, State};
 use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::config::{Scope, TokenConfig};
+use crate::config::{Scope, TEAM_TOKENS_VARIABLE, TokenConfig};
 use crate::metrics::Metrics;
+use crate::server::http_error::HttpError;
 
 /// Who is calling and what they may do; put in request extensions by [`authenticate`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -133,6 +133,22 @@ pub(crate) async fn authenticate(
     next: Next,
 ) -> Response {
     if state.tokens.is_empty() {
+        // A laptop sending a token believes it writes to a team server that checks who
+        // pushes: that this one takes anyone's pushes is told, not silently accepted.
+        if state.required == Scope::Ingest && bearer(request.headers()).is_some() {
+            state.metrics.observe_auth("none", "no_tokens");
+            warn_open_server();
+            return HttpError::new(
+                StatusCode::FORBIDDEN,
+                "server_without_tokens",
+                format!(
+                    "this server has no tokens configured, so it cannot tell who pushes; \
+                     configure tokens on the server ({TEAM_TOKENS_VARIABLE} or auth.tokens) \
+                     and push again"
+                ),
+            )
+            .into_response();
+        }
         request.extensions_mut().insert(Caller::anonymous());
         return next.run(request).await;
     }
@@ -160,27 +176,33 @@ pub(crate) async fn authenticate(
     next.run(request).await
 }
 
+/// Logs, at most once a minute, that pushes with tokens reach a server without any.
+fn warn_open_server() {
+    static LAST: std::sync::Mutex<Option<std::time::Instant>> = std::sync::Mutex::new(None);
+    let mut last = LAST.lock().expect("warning clock");
+    if last.is_none_or(|at| at.elapsed() >= std::time::Duration::from_secs(60)) {
+        *last = Some(std::time::Instant::now());
+        tracing::warn!(
+            "refused a push that carries a token: this server has no tokens configured \
+             (set {TEAM_TOKENS_VARIABLE} or auth.tokens to serve a team)"
+        );
+    }
+}
+
 fn unauthorized(message: &str, invalid: bool) -> Response {
     let challenge = if invalid {
         r#"Bearer realm="moraine-mcp", error="invalid_token""#
     } else {
         r#"Bearer realm="moraine-mcp""#
     };
-    (
-        StatusCode::UNAUTHORIZED,
-        [(header::WWW_AUTHENTICATE, challenge)],
-        axum::Json(json!({ "error": "unauthorized", "message": message })),
-    )
+    HttpError::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
+        .with_header(header::WWW_AUTHENTICATE, challenge)
         .into_response()
 }
 
 /// A known token that may not do what it asked.
 pub(crate) fn forbidden(message: &str) -> Response {
-    (
-        StatusCode::FORBIDDEN,
-        axum::Json(json!({ "error": "forbidden", "message": message })),
-    )
-        .into_response()
+    HttpError::new(StatusCode::FORBIDDEN, "forbidden", message).into_response()
 }
 
 #[cfg(test)]

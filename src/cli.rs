@@ -222,6 +222,9 @@ pub fn main() -> ExitCode {
 
 fn load_config(cli: &Cli) -> anyhow::Result<Config> {
     let env: HashMap<String, String> = std::env::vars().collect();
+    for notice in crate::config::env_notices(&env) {
+        eprintln!("note: {notice}");
+    }
     let mut settings = Settings::load(cli.config.as_deref(), &env)?;
     if let Some(listen) = cli.command.listen() {
         settings.server.listen = listen;

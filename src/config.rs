@@ -14,6 +14,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::vocab::Harness;
 
+mod env;
+pub use env::{
+    COMMAND_VARIABLES, COMPOSE_VARIABLES, TEAM_TOKENS_VARIABLE, TOKEN_NAME, TOKEN_VARIABLE,
+    notices as env_notices,
+};
+
 /// Prefix of environment overrides; the rest is `<SECTION>__<KEY>`.
 pub const ENV_PREFIX: &str = "MORAINE_MCP_";
 
@@ -82,6 +88,9 @@ impl Config {
 #[serde(deny_unknown_fields, default)]
 pub struct ServerConfig {
     pub listen: SocketAddr,
+    /// The URL agents and laptops reach the server at (`https://moraine.example.com`), when it
+    /// is not the listener's: behind a proxy. Its host is accepted on the MCP endpoint.
+    pub public_url: String,
     pub mcp_path: String,
     pub allowed_hosts: Vec<String>,
     pub allowed_origins: Vec<String>,
@@ -101,6 +110,7 @@ impl Default for ServerConfig {
     fn default() -> Self {
         Self {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            public_url: String::new(),
             mcp_path: "/mcp".into(),
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
@@ -586,22 +596,32 @@ impl Settings {
 
     /// Parses TOML text and applies environment overrides. A value of the wrong type is reported
     /// with its key (`server.listen: invalid socket address syntax`).
+    ///
+    /// Every variable of the `MORAINE_MCP_` family must be a setting or one a command reads;
+    /// `MORAINE_MCP_TOKEN` and `MORAINE_MCP_TEAM_TOKENS` add tokens. No error shows a token or
+    /// password.
     pub fn from_toml_with_env(
         text: &str,
         env: &HashMap<String, String>,
     ) -> Result<Self, ConfigError> {
+        env::check_variables(env)?;
         let mut table: toml::Table =
-            toml::from_str(text).map_err(|e| ConfigError::Parse(e.to_string()))?;
-        apply_env_overrides(&mut table, env)?;
-        serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
-            let key = e.path().to_string();
-            let message = e.into_inner().to_string();
-            if key == "." {
-                ConfigError::Parse(message)
-            } else {
-                ConfigError::invalid(&key, message)
-            }
-        })
+            toml::from_str(text).map_err(|e| ConfigError::Parse(env::parse_error(text, &e)))?;
+        env::apply_overrides(&mut table, env)?;
+        let mut secrets = env::secret_values(text);
+        secrets.extend(env::secrets(&table));
+        let mut settings: Self = serde_path_to_error::deserialize(toml::Value::Table(table))
+            .map_err(|e| {
+                let key = e.path().to_string();
+                let message = env::scrub(&e.into_inner().to_string(), &secrets);
+                if key == "." {
+                    ConfigError::Parse(message)
+                } else {
+                    ConfigError::invalid(&key, message)
+                }
+            })?;
+        settings.auth.tokens.extend(env::tokens(env)?);
+        Ok(settings)
     }
 
     /// Checks every rule serde cannot (ranges, paths, cross-field rules) and makes a [`Config`].
@@ -622,22 +642,34 @@ impl Settings {
         Ok(Config(self))
     }
 
-    /// A non-loopback listener needs tokens, unless explicitly opened.
+    /// A team server (listening beyond loopback, or with a public URL) needs tokens, unless
+    /// explicitly opened.
     fn check_exposure(&self) -> Result<(), ConfigError> {
-        let listen = self.server.listen;
-        if !listen.ip().is_loopback()
-            && self.auth.tokens.is_empty()
-            && !self.server.allow_unauthenticated
+        if !self.server.is_team_server()
+            || !self.auth.tokens.is_empty()
+            || self.server.allow_unauthenticated
         {
-            return Err(ConfigError::invalid(
-                "server.listen",
-                format!(
-                    "{listen} is not a loopback address and auth.tokens is empty; \
-                     configure tokens or set server.allow_unauthenticated = true"
-                ),
-            ));
+            return Ok(());
         }
-        Ok(())
+        let (key, told) = if self.server.listen.ip().is_loopback() {
+            (
+                "server.public_url",
+                format!("the public URL {} is set", self.server.public_url),
+            )
+        } else {
+            (
+                "server.listen",
+                format!("{} is not a loopback address", self.server.listen),
+            )
+        };
+        Err(ConfigError::invalid(
+            key,
+            format!(
+                "{told} but no token is configured, so anyone could read and write every \
+                 session; set {TOKEN_VARIABLE} (a read token), {TEAM_TOKENS_VARIABLE} or \
+                 auth.tokens, or set server.allow_unauthenticated = true to serve openly"
+            ),
+        ))
     }
 
     /// The HTTP timeout must outlast every inner deadline, or a slow call would be cut off with
@@ -664,8 +696,46 @@ impl Settings {
     }
 }
 
+/// Where the public URL points: its origin and its host (with the port when it names one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublicOrigin {
+    pub origin: String,
+    pub authority: String,
+}
+
 impl ServerConfig {
+    /// The public URL's origin and host, when one is set (and valid).
+    pub fn public_origin(&self) -> Option<PublicOrigin> {
+        let uri: axum::http::Uri = self.public_url.trim_end_matches('/').parse().ok()?;
+        let scheme = uri
+            .scheme_str()
+            .filter(|s| matches!(*s, "http" | "https"))?;
+        let authority = uri.authority()?.as_str().to_ascii_lowercase();
+        if authority.contains('@') {
+            return None;
+        }
+        Some(PublicOrigin {
+            origin: format!("{scheme}://{authority}"),
+            authority,
+        })
+    }
+
+    /// Whether this server is told it serves a team: it listens beyond loopback or has a
+    /// public URL.
+    pub fn is_team_server(&self) -> bool {
+        !self.listen.ip().is_loopback() || !self.public_url.is_empty()
+    }
+
     fn validate(&self) -> Result<(), ConfigError> {
+        if !self.public_url.is_empty() && self.public_origin().is_none() {
+            return Err(ConfigError::invalid(
+                "server.public_url",
+                format!(
+                    "{:?} is not an http(s) URL with a host (e.g. https://moraine.example.com)",
+                    self.public_url
+                ),
+            ));
+        }
         if !self.mcp_path.starts_with('/') || self.mcp_path.len() < 2 {
             return Err(ConfigError::invalid(
                 "server.mcp_path",
@@ -973,75 +1043,6 @@ pub fn expand_home(path: &str) -> PathBuf {
     PathBuf::from(path)
 }
 
-/// Applies `MORAINE_MCP_<SECTION>__<KEY>` variables onto the parsed file.
-///
-/// A setting's type is taken from its default: string settings take the value verbatim (so a
-/// password that looks like a number stays a string); every other setting parses it as TOML.
-fn apply_env_overrides(
-    table: &mut toml::Table,
-    env: &HashMap<String, String>,
-) -> Result<(), ConfigError> {
-    let defaults = toml::Table::try_from(Settings::default())
-        .map_err(|e| ConfigError::Parse(format!("cannot serialise defaults: {e}")))?;
-    let mut vars: Vec<_> = env
-        .iter()
-        .filter(|(name, _)| name.starts_with(ENV_PREFIX) && name.contains("__"))
-        .collect();
-    vars.sort();
-    for (var, raw) in vars {
-        let path: Vec<String> = var[ENV_PREFIX.len()..]
-            .split("__")
-            .map(|part| part.to_ascii_lowercase())
-            .collect();
-        let env_error = |message: String| ConfigError::Env {
-            var: var.clone(),
-            message,
-        };
-        let default = lookup(&defaults, &path)
-            .ok_or_else(|| env_error(format!("there is no setting {}", path.join("."))))?;
-        let value = match default {
-            toml::Value::String(_) => toml::Value::String(raw.clone()),
-            _ => parse_toml_value(raw)
-                .map_err(|e| env_error(format!("{raw:?} is not a valid value: {e}")))?,
-        };
-        insert(table, &path, value).map_err(env_error)?;
-    }
-    Ok(())
-}
-
-fn lookup<'a>(table: &'a toml::Table, path: &[String]) -> Option<&'a toml::Value> {
-    let (first, rest) = path.split_first()?;
-    let value = table.get(first)?;
-    if rest.is_empty() {
-        return Some(value);
-    }
-    lookup(value.as_table()?, rest)
-}
-
-fn insert(table: &mut toml::Table, path: &[String], value: toml::Value) -> Result<(), String> {
-    let (first, rest) = path.split_first().ok_or("empty setting path")?;
-    if rest.is_empty() {
-        table.insert(first.clone(), value);
-        return Ok(());
-    }
-    let entry = table
-        .entry(first.clone())
-        .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-    let sub = entry
-        .as_table_mut()
-        .ok_or_else(|| format!("{first} is not a section"))?;
-    insert(sub, rest, value)
-}
-
-fn parse_toml_value(raw: &str) -> Result<toml::Value, String> {
-    let wrapped: toml::Table =
-        toml::from_str(&format!("v = {raw}")).map_err(|e| e.message().to_owned())?;
-    wrapped
-        .get("v")
-        .cloned()
-        .ok_or_else(|| "no value".to_owned())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1191,6 +1192,123 @@ mod tests {
             Settings::from_toml_with_env("", &env(&[("MORAINE_MCP_AUTH__TOKENS", empty_team)]))
                 .unwrap();
         assert_eq!(config.auth.tokens.len(), 1);
+    }
+
+    #[test]
+    fn test_every_variable_of_the_family_is_a_setting_or_read_by_a_command() {
+        // A misspelt variable stops the start instead of leaving the server open.
+        for typo in [
+            "MORAINE_MCP_TEAM_TOKEN",
+            "MORAINE_MCP_TOKENS",
+            "MORAINE_MCP_LISTEN",
+        ] {
+            let err = Settings::from_toml_with_env("", &env(&[(typo, "x")])).unwrap_err();
+            assert!(err.to_string().contains(typo), "{err}");
+        }
+        // Those a command reads, and those only docker-compose.yml reads, are not refused.
+        let known = env(&[
+            ("MORAINE_MCP_PUSH_SERVER", "https://x"),
+            ("MORAINE_MCP_BIND", "0.0.0.0"),
+            ("MORAINE_MCP_CONFIG", "/etc/x.toml"),
+        ]);
+        Settings::from_toml_with_env("", &known).unwrap();
+        let notices = env_notices(&known);
+        assert_eq!(notices.len(), 1, "{notices:?}");
+        assert!(notices[0].contains("MORAINE_MCP_BIND"), "{notices:?}");
+    }
+
+    #[test]
+    fn test_token_variables_add_tokens() {
+        let team = r#"{ name = "alice-laptop", token = "fedcba9876543210fedc", scopes = ["ingest"], source = "alice" }, { name = "ci", token = "0011223344556677889900" }"#;
+        for team in [team.to_owned(), format!("[{team}]")] {
+            let config = Settings::from_toml_with_env(
+                "",
+                &env(&[
+                    ("MORAINE_MCP_TOKEN", "0123456789abcdef0123"),
+                    ("MORAINE_MCP_TEAM_TOKENS", &team),
+                ]),
+            )
+            .unwrap()
+            .validate()
+            .unwrap();
+            let names: Vec<&str> = config.auth.tokens.iter().map(|t| t.name.as_str()).collect();
+            assert_eq!(names, [TOKEN_NAME, "alice-laptop", "ci"]);
+            assert_eq!(config.auth.tokens[0].scopes, [Scope::Read]);
+            assert_eq!(config.auth.tokens[1].ingest_source(), "alice");
+        }
+    }
+
+    #[test]
+    fn test_no_error_shows_a_token() {
+        let secret = "s3cr3t-t0ken-value-0123456789";
+        let cases = [
+            // A syntax error in each place a token can be written.
+            (
+                "",
+                format!(r#"[{{name = "ci", token = "{secret}"}}"#),
+                "MORAINE_MCP_AUTH__TOKENS",
+            ),
+            (
+                "",
+                format!(r#"{{name = "ci" token = "{secret}"}}"#),
+                "MORAINE_MCP_TEAM_TOKENS",
+            ),
+            (
+                "",
+                format!(r#"{{name = "ci", token = "{secret}", scopes = "{secret}"}}"#),
+                "MORAINE_MCP_TEAM_TOKENS",
+            ),
+            (
+                "",
+                format!(r#"[{{name = "ci", token = "{secret}", scopes = ["{secret}"]}}]"#),
+                "MORAINE_MCP_AUTH__TOKENS",
+            ),
+        ];
+        for (file, value, var) in cases {
+            let err = Settings::from_toml_with_env(file, &env(&[(var, &value)]))
+                .unwrap_err()
+                .to_string();
+            assert!(!err.contains(secret), "{var}: {err}");
+            assert!(err.contains(var) || err.contains("auth.tokens"), "{err}");
+        }
+        for file in [
+            format!("[auth]\ntokens = [{{name = \"ci\", token = \"{secret}\" }}\n"),
+            format!(
+                "[auth]\ntokens = [{{name = \"ci\", token = \"{secret}\", scopes = [\"{secret}\"] }}]\n"
+            ),
+            format!("[clickhouse]\npassword = \"{secret}\nurl = 3\n"),
+        ] {
+            let err = Settings::from_toml_with_env(&file, &HashMap::new())
+                .unwrap_err()
+                .to_string();
+            assert!(!err.contains(secret), "{err}");
+        }
+    }
+
+    #[test]
+    fn test_a_team_server_needs_tokens() {
+        let mut config = Settings::default();
+        config.server.public_url = "https://moraine.example.com".into();
+        assert_rejected_naming(&config, "server.public_url");
+        config.auth.tokens = vec![TokenConfig::reader("agents", "0123456789abcdef0123")];
+        config.clone().validate().unwrap();
+        assert_eq!(
+            config.server.public_origin().unwrap(),
+            PublicOrigin {
+                origin: "https://moraine.example.com".into(),
+                authority: "moraine.example.com".into()
+            }
+        );
+        config.server.public_url = "moraine.example.com".into();
+        assert_rejected_naming(&config, "server.public_url");
+        let mut config = Settings::default();
+        config.server.public_url = "https://moraine.example.com:8443/".into();
+        config.server.allow_unauthenticated = true;
+        config.clone().validate().unwrap();
+        assert_eq!(
+            config.server.public_origin().unwrap().authority,
+            "moraine.example.com:8443"
+        );
     }
 
     #[test]

@@ -4,6 +4,8 @@
 
 mod connections;
 mod guards;
+mod hosts;
+pub(crate) mod http_error;
 mod ingest_api;
 mod rpc;
 
@@ -165,25 +167,28 @@ fn mcp_routes(
     shutdown: &CancellationToken,
 ) -> Router<AppState> {
     let server = &config.server;
-    let (hosts, origins) = allowed_hosts_and_origins(config, addr);
+    let allowed = hosts::Allowed::of(config, addr);
     let keep_alive = (server.stateful && server.sse_keep_alive_secs > 0)
         .then(|| Duration::from_secs(server.sse_keep_alive_secs));
     let mcp_config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(server.stateful)
         .with_json_response(!server.stateful)
         .with_sse_keep_alive(keep_alive)
-        .with_allowed_hosts(hosts)
-        .with_allowed_origins(origins)
+        .with_allowed_hosts(allowed.hosts())
+        .with_allowed_origins(allowed.origins())
         .with_max_request_body_bytes(server.request_body_limit_bytes as usize)
         .with_cancellation_token(shutdown.child_token());
     let handler = McpServer::new(tools);
+    // Checked here first, so a refusal says which setting accepts the name.
+    let check_hosts = middleware::from_fn_with_state(allowed, hosts::check);
     if !server.stateful {
         return mcp_route(
             &server.mcp_path,
             handler,
             Arc::new(NeverSessionManager::default()),
             mcp_config,
-        );
+        )
+        .layer(check_hosts);
     }
     let sessions = Arc::new(LocalSessionManager::default());
     let cap = rpc::SessionCap {
@@ -192,6 +197,7 @@ fn mcp_routes(
     };
     mcp_route(&server.mcp_path, handler, sessions, mcp_config)
         .layer(middleware::from_fn_with_state(cap, rpc::cap_sessions))
+        .layer(check_hosts)
 }
 
 /// The rmcp Streamable HTTP service at exactly `path`, with `manager` deciding on sessions.
@@ -203,24 +209,6 @@ fn mcp_route<M: SessionManager>(
 ) -> Router<AppState> {
     let service = StreamableHttpService::new(move || Ok(handler.clone()), manager, config);
     Router::new().route_service(path, service)
-}
-
-/// Host names and origins the MCP endpoint accepts: loopback, the bound address, and config.
-fn allowed_hosts_and_origins(config: &Config, addr: SocketAddr) -> (Vec<String>, Vec<String>) {
-    let port = addr.port();
-    let mut hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
-    let mut origins: Vec<String> = vec![
-        format!("http://localhost:{port}"),
-        format!("http://127.0.0.1:{port}"),
-        format!("http://[::1]:{port}"),
-    ];
-    if !addr.ip().is_unspecified() && !addr.ip().is_loopback() {
-        origins.push(format!("http://{}", SocketAddr::new(addr.ip(), port)));
-        hosts.push(addr.ip().to_string());
-    }
-    hosts.extend(config.server.allowed_hosts.iter().cloned());
-    origins.extend(config.server.allowed_origins.iter().cloned());
-    (hosts, origins)
 }
 
 async fn healthz_get(State(state): State<AppState>) -> Response {

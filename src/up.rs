@@ -174,7 +174,12 @@ async fn ingest_local(
     for problem in &problems {
         tracing::warn!(%problem, "skipping a log source");
     }
-    if logs.is_empty() && config.embedded.demo_when_empty && !demo::dismissed(data_dir) {
+    // A team's store holds the team's sessions: never demo ones.
+    let team = config.server.is_team_server() || !config.auth.tokens.is_empty();
+    if logs.is_empty() && team && announce {
+        eprintln!("no agent logs found on this machine; a team server loads no demo sessions");
+    }
+    if logs.is_empty() && !team && config.embedded.demo_when_empty && !demo::dismissed(data_dir) {
         let demo_dir = data_dir.join("demo");
         let mut found = Vec::new();
         for (harness, root) in demo::write_to(&demo_dir)? {

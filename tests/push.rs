@@ -1212,3 +1212,194 @@ async fn a_laptop_never_overwrites_or_shrinks_anothers_session() {
     assert_statistics_exact(&snapshot(&db).await);
     server.stop().await;
 }
+
+/// `moraine-mcp <args>` with `vars`, a home of its own and no other variable of the family.
+fn command_output(args: &[&str], vars: &[(&str, &str)]) -> std::process::Output {
+    let home = scratch("command-home");
+    let mut command = Command::new(BIN);
+    command.args(args).env("HOME", &home);
+    for (name, _) in std::env::vars().filter(|(n, _)| n.starts_with("MORAINE_MCP_")) {
+        command.env_remove(name);
+    }
+    command
+        .envs(vars.iter().copied())
+        .env(
+            "MORAINE_MCP_CLICKHOUSE__URL",
+            // Nothing listens there: these starts are refused before any connection.
+            "http://127.0.0.1:9",
+        )
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_server_told_it_serves_a_team_never_starts_open_and_never_prints_a_token() {
+    let serve = ["serve", "--listen", "127.0.0.1:0"];
+    // A misspelt token variable: refused, named.
+    let typo = command_output(&serve, &[("MORAINE_MCP_TEAM_TOKEN", "{ name = \"a\" }")]);
+    let stderr = String::from_utf8_lossy(&typo.stderr);
+    assert_eq!(typo.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("MORAINE_MCP_TEAM_TOKEN"), "{stderr}");
+    // Told it is a team server (listening beyond loopback, or a public URL) without tokens.
+    for (vars, setting) in [
+        (
+            vec![("MORAINE_MCP_SERVER__LISTEN", "0.0.0.0:0")],
+            "server.listen",
+        ),
+        (
+            vec![(
+                "MORAINE_MCP_SERVER__PUBLIC_URL",
+                "https://moraine.example.com",
+            )],
+            "server.public_url",
+        ),
+    ] {
+        let open = command_output(&["serve"], &vars);
+        let stderr = String::from_utf8_lossy(&open.stderr);
+        assert_eq!(open.status.code(), Some(2), "{stderr}");
+        assert!(
+            stderr.contains(setting) && stderr.contains("MORAINE_MCP_TOKEN"),
+            "{stderr}"
+        );
+    }
+    // A token list with a syntax error: the error names the variable, never the token.
+    let secret = "team-secret-token-0123456789";
+    let broken = format!("{{ name = \"alice-laptop\" token = \"{secret}\" }}");
+    let bad = command_output(&serve, &[("MORAINE_MCP_TEAM_TOKENS", broken.as_str())]);
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert_eq!(bad.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("MORAINE_MCP_TEAM_TOKENS"), "{stderr}");
+    assert!(!stderr.contains(secret), "{stderr}");
+    let bad = command_output(
+        &serve,
+        &[(
+            "MORAINE_MCP_AUTH__TOKENS",
+            format!("[{{ name = \"ci\", token = \"{secret}\" }}").as_str(),
+        )],
+    );
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert_eq!(bad.status.code(), Some(2), "{stderr}");
+    assert!(!stderr.contains(secret), "{stderr}");
+}
+
+#[tokio::test]
+async fn the_token_variables_protect_a_server_and_a_push_with_a_token_to_an_open_one_is_refused() {
+    // The README's variables are read by the server itself: a token is then required.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let (settings, db) = fresh_db().await;
+    let home = scratch("token-vars-home");
+    let mut server = Command::new(BIN)
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .env("HOME", &home)
+        .env("MORAINE_MCP_CLICKHOUSE__URL", &settings.clickhouse.url)
+        .env("MORAINE_MCP_CLICKHOUSE__DATABASE", &settings.clickhouse.database)
+        .env("MORAINE_MCP_TOKEN", READER)
+        .env(
+            "MORAINE_MCP_TEAM_TOKENS",
+            format!("{{ name = \"alice-laptop\", token = \"{ALICE}\", scopes = [\"ingest\"], source = \"alice\" }}"),
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let base = format!("http://127.0.0.1:{port}");
+    let mut up = false;
+    for _ in 0..200 {
+        if common::try_get(&format!("{base}/healthz")).await == Some(200) {
+            up = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(up, "serve did not start");
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).to_string();
+    let mcp_headers = [
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+    ];
+    let anonymous = send("POST", &format!("{base}/mcp"), &mcp_headers, &list).await;
+    assert_eq!(anonymous.status, 401);
+    let bearer = format!("Bearer {READER}");
+    let mut with_token = mcp_headers.to_vec();
+    with_token.push(("authorization", &bearer));
+    assert_eq!(
+        send("POST", &format!("{base}/mcp"), &with_token, &list)
+            .await
+            .status,
+        200
+    );
+    let dir = scratch("token-vars-logs");
+    write_sessions(&dir, 0x70, 1, 1, "varsword");
+    let alice = Client::new(&base, Some(ALICE), None, Duration::from_secs(5)).unwrap();
+    let pushed = push::push_logs(&alice, &logs_under(&dir), 1 << 20, false)
+        .await
+        .unwrap();
+    assert_eq!((pushed.sent, pushed.failed), (1, 0));
+    server.kill().unwrap();
+    server.wait().unwrap();
+
+    // A server without tokens refuses a push that carries one, and says why; nothing is
+    // stored.
+    let (settings, db) = fresh_db().await;
+    let open = TestServer::start(settings, db.clone()).await;
+    let refused = push::push_logs(&client(&open, ALICE), &logs_under(&dir), 1 << 20, false).await;
+    let message = format!("{:#}", refused.unwrap_err());
+    assert!(message.contains("no tokens configured"), "{message}");
+    assert_eq!(counts(&db).await, (0, 0));
+    open.stop().await;
+}
+
+#[tokio::test]
+async fn behind_a_proxy_the_public_url_is_accepted_and_a_refusal_names_the_setting() {
+    let (settings, db) = fresh_db().await;
+    let server = TestServer::start(team(settings.clone()), db.clone()).await;
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).to_string();
+    let bearer = format!("Bearer {READER}");
+    let headers = |host: &'static str| {
+        vec![
+            ("content-type", "application/json"),
+            ("accept", "application/json, text/event-stream"),
+            ("authorization", bearer.as_str()),
+            ("host", host),
+        ]
+    };
+    let refused = send(
+        "POST",
+        &server.mcp_url,
+        &headers("moraine.example.com"),
+        &list,
+    )
+    .await;
+    assert_eq!(refused.status, 403);
+    assert_eq!(refused.json()["error"], "host_not_allowed");
+    let message = refused.json()["message"].as_str().unwrap().to_owned();
+    assert!(message.contains("server.public_url"), "{message}");
+    server.stop().await;
+    let mut settings = team(settings);
+    settings.server.public_url = "https://moraine.example.com".into();
+    let server = TestServer::start(settings, db).await;
+    let accepted = send(
+        "POST",
+        &server.mcp_url,
+        &headers("moraine.example.com"),
+        &list,
+    )
+    .await;
+    assert_eq!(accepted.status, 200, "{}", accepted.body);
+    assert_eq!(
+        send(
+            "POST",
+            &server.mcp_url,
+            &headers("elsewhere.example.com"),
+            &list
+        )
+        .await
+        .status,
+        403
+    );
+    server.stop().await;
+}

@@ -13,14 +13,14 @@
 # and always stops them again. The embedded engine's Python environment is kept in
 # target/interop/data (the first run downloads about 200 MB); its database is recreated per run.
 #
-# Environment: MORAINE_MCP_BIN (default target/debug/moraine-mcp), INTEROP_DIR (default
+# Environment: INTEROP_BIN (default target/debug/moraine-mcp), INTEROP_DIR (default
 # target/interop), INTEROP_STEP_TIMEOUT (seconds per check, default 180).
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 WORK=${INTEROP_DIR:-$ROOT/target/interop}
-BIN=${MORAINE_MCP_BIN:-$ROOT/target/debug/moraine-mcp}
+BIN=${INTEROP_BIN:-$ROOT/target/debug/moraine-mcp}
 STEP_TIMEOUT=${INTEROP_STEP_TIMEOUT:-180}
 STARTED=$SECONDS
 
@@ -30,7 +30,7 @@ die() {
   exit 1
 }
 
-[ -x "$BIN" ] || die "$BIN not found or not executable: run \`cargo build\` first (or set MORAINE_MCP_BIN)"
+[ -x "$BIN" ] || die "$BIN not found or not executable: run \`cargo build\` first (or set INTEROP_BIN)"
 for tool in curl python3 npm timeout; do
   command -v "$tool" >/dev/null || die "$tool is required but not on PATH"
 done
