@@ -36,7 +36,7 @@ impl Allowed {
         }
         if let Some(public) = config.server.public_origin() {
             hosts.push(public.authority.clone());
-            origins.push(public.origin.clone());
+            origins.push(public.origin);
         }
         hosts.extend(config.server.allowed_hosts.iter().cloned());
         origins.extend(config.server.allowed_origins.iter().cloned());
