@@ -1290,7 +1290,7 @@ async fn the_token_variables_protect_a_server_and_a_push_with_a_token_to_an_open
         .local_addr()
         .unwrap()
         .port();
-    let (settings, db) = fresh_db().await;
+    let (settings, _db) = fresh_db().await;
     let home = scratch("token-vars-home");
     let mut server = Command::new(BIN)
         .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
