@@ -335,7 +335,11 @@ async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
             migrate::migrate(&config.clickhouse, &db).await?;
             let scratch =
                 std::env::temp_dir().join(format!("moraine-reindex-{}", std::process::id()));
-            let selection = ingest::reindex::Selection { harness, source };
+            let selection = ingest::reindex::Selection {
+                harness,
+                source,
+                sessions: Vec::new(),
+            };
             let summary =
                 ingest::reindex::run(&config, &db, &selection, &scratch, !no_progress).await;
             db.release_writes().await;

@@ -192,7 +192,7 @@ pub async fn run(
 }
 
 /// Settles the statistics of a run that died while writing, then clears its note.
-async fn repair(db: &Db, lock: &lock::IngestLock) -> Result<(), DbError> {
+pub(crate) async fn repair(db: &Db, lock: &lock::IngestLock) -> Result<(), DbError> {
     let _permit = db.enter_write(WhenMigrating::Wait).await?;
     writer::repair_statistics(db).await?;
     lock.clear_failed_write();

@@ -611,6 +611,17 @@ async fn the_server_keeps_pushed_logs_and_reindex_rebuilds_them_with_the_same_id
     assert_eq!(after_prune.events, 0);
     assert_eq!(snapshot(&db).await, pushed);
 
+    // Statistics an earlier cut write left wrong are made exact by a rebuild too.
+    for sql in [
+        "INSERT INTO corpus_stats VALUES (0, 500, 12345)",
+        "INSERT INTO term_df SELECT term, 3 FROM postings LIMIT 7",
+    ] {
+        db.write("t", sql)
+            .setting("insert_deduplicate", "0")
+            .execute(&db, db.default_deadline())
+            .await
+            .unwrap();
+    }
     // Everything rebuilt from the archive: the same rows and IDs.
     let config = team(settings).validate().unwrap();
     let scratch_dir = scratch("archive-reindex");
@@ -758,9 +769,14 @@ async fn gzip_bodies_are_accepted_and_unknown_encodings_refused() {
     write_sessions(&dir, 0x48, 1, 3, "gzipword");
     let log = logs_under(&dir).remove(0);
     let bytes = std::fs::read(&log.path).unwrap();
-    let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    gzip.write_all(&bytes).unwrap();
-    let gzip = gzip.finish().unwrap();
+    // Two gzip members, as `cat a.gz b.gz` makes: both are read.
+    let member = |part: &[u8]| {
+        let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gzip.write_all(part).unwrap();
+        gzip.finish().unwrap()
+    };
+    let half = bytes.len() / 2;
+    let gzip = [member(&bytes[..half]), member(&bytes[half..])].concat();
     let (settings, db) = fresh_db().await;
     let server = TestServer::start(team(settings), db.clone()).await;
     let url = format!(
@@ -776,6 +792,16 @@ async fn gzip_bodies_are_accepted_and_unknown_encodings_refused() {
     let response = common::http().request(request).await.unwrap();
     assert_eq!(response.status(), 200);
     assert_eq!(snapshot(&db).await, local_reference(&[&dir]).await);
+    // Bytes after the members that are no gzip: refused, not silently dropped.
+    let mut damaged = member(b"{}\n");
+    damaged.extend_from_slice(b"not gzip at all");
+    let request = axum::http::Request::post(url.replace(".jsonl", "-2.jsonl"))
+        .header("authorization", format!("Bearer {ALICE}"))
+        .header("content-encoding", "gzip")
+        .body(http_body_util::Full::new(bytes::Bytes::from(damaged)))
+        .unwrap();
+    let response = common::http().request(request).await.unwrap();
+    assert_eq!(response.status(), 400);
     server.stop().await;
 }
 

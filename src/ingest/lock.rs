@@ -51,9 +51,7 @@ impl IngestLock {
     /// Notes that a run failed while writing: the engine may have stored some of an insert's
     /// views and not others, so the next run checks the index statistics.
     pub fn note_failed_write(&self) {
-        if let Err(error) = std::fs::write(self.path.with_extension("unsure"), b"") {
-            tracing::warn!(%error, "cannot note the failed run for the next one");
-        }
+        note_failed_write(&self.path);
     }
 
     /// Whether a run failed while writing since the statistics were last checked.
@@ -64,6 +62,28 @@ impl IngestLock {
     /// The statistics were checked.
     pub fn clear_failed_write(&self) {
         let _ = std::fs::remove_file(self.path.with_extension("unsure"));
+    }
+}
+
+/// Notes a write cut short for `config`'s database (by a writer that may not hold the lock,
+/// such as the ingest API): whoever next takes the lock checks the statistics first.
+pub fn note_failed_write_of(config: &Config) {
+    note_failed_write(&lock_path(config));
+}
+
+/// Whether a write was cut short since the statistics were last checked.
+pub fn failed_write_noted_of(config: &Config) -> bool {
+    lock_path(config).with_extension("unsure").exists()
+}
+
+fn note_failed_write(lock: &std::path::Path) {
+    let note = lock.with_extension("unsure");
+    let written = note
+        .parent()
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .and_then(|()| std::fs::write(&note, b""));
+    if let Err(error) = written {
+        tracing::warn!(%error, "cannot note the failed write for the next one");
     }
 }
 

@@ -104,12 +104,18 @@ pub struct PushIngest {
     config: Arc<Config>,
     redactor: Arc<Redactor>,
     /// Masks credentials in the archive (built-in rules only, as `push` clients do).
-    masker: Redactor,
+    masker: Arc<Redactor>,
     self_tools: Arc<SelfTools>,
     /// One append at a time per log.
     locks: Mutex<HashMap<u64, Weak<tokio::sync::Mutex<()>>>>,
     /// Row versions must grow across requests.
     version: Mutex<u64>,
+    /// Held shared by every write, exclusively by the repair after a write was cut short
+    /// (which must not see an insert half done).
+    writing: Arc<tokio::sync::RwLock<()>>,
+    /// Sessions of writes cut short since the last repair: they may hold an event twice (an
+    /// insert that landed, its checkpoint not, and the request sent again).
+    cut: Arc<Mutex<Vec<u64>>>,
 }
 
 /// One log's bytes in an append request.
@@ -140,12 +146,14 @@ impl PushIngest {
     pub fn new(db: Db, config: Arc<Config>) -> Result<Self, IngestError> {
         Ok(Self {
             redactor: Arc::new(Redactor::new(&config.ingest.redaction)?),
-            masker: Redactor::builtin(),
+            masker: Arc::new(Redactor::builtin()),
             self_tools: Arc::new(SelfTools::new(&config.tools.self_server_names)),
             db: db.for_writes(),
             config,
             locks: Mutex::new(HashMap::new()),
             version: Mutex::new(0),
+            writing: Arc::new(tokio::sync::RwLock::new(())),
+            cut: Arc::new(Mutex::new(Vec::new())),
         })
     }
 
@@ -180,8 +188,11 @@ impl PushIngest {
     pub async fn append_all(
         &self,
         source: &str,
+        body: &bytes::Bytes,
         appends: &[Append<'_>],
     ) -> Result<Outcomes, AppendError> {
+        self.repair_if_cut().await?;
+        let masked = self.mask_all(body, appends).await?;
         let mut files = describe_all(source, appends);
         let held = self.lock_all(&files).await;
         self.identify_continued(source, appends, &mut files).await?;
@@ -211,7 +222,7 @@ impl PushIngest {
         let mut stored = writer::load_stored(&self.db, &valid, writer::Doubles::Skip).await?;
         let mut outcomes: Vec<Option<Result<Appended, AppendError>>> = Vec::new();
         let mut work = Vec::new();
-        for (append, file) in appends.iter().zip(files) {
+        for ((append, file), masked) in appends.iter().zip(files).zip(&masked) {
             let file = match file {
                 Ok(file) => file,
                 Err(refused) => {
@@ -220,7 +231,8 @@ impl PushIngest {
                 }
             };
             let stored = stored.remove(&file.file_key).unwrap_or_default();
-            match self.plan(&file, &stored, append).await {
+            let masked = masked.as_deref().unwrap_or(append.bytes);
+            match self.plan(&file, &stored, append, masked).await {
                 Ok(Some(plan)) => {
                     work.push((outcomes.len(), file, stored, plan));
                     outcomes.push(None);
@@ -255,9 +267,22 @@ impl PushIngest {
             // without their checkpoint, or an insert landing after the next request has read
             // the checkpoints. The logs' locks stay held until it ends.
             let db = self.db.clone();
+            let writing = self.writing.clone().read_owned().await;
+            let config = self.config.clone();
+            let cut = self.cut.clone();
+            let sessions: Vec<u64> = batch.sessions.iter().map(|s| s.session_key).collect();
             tokio::spawn(async move {
                 let written = writer::write_batch(&db, batch, version, WhenMigrating::Refuse).await;
-                drop(held);
+                // An insert the engine dropped part way may have stored some of its index
+                // views and not others: the next request repairs before it writes.
+                if matches!(&written, Err(e) if !matches!(e, DbError::Migrating | DbError::Busy)) {
+                    super::lock::note_failed_write_of(&config);
+                    let mut cut = cut.lock().expect("cut sessions");
+                    if cut.len() < 100_000 {
+                        cut.extend(sessions);
+                    }
+                }
+                drop((held, writing));
                 written
             })
             .await
@@ -315,6 +340,41 @@ impl PushIngest {
         Ok(())
     }
 
+    /// After a write that was cut short (here, or by a local run): with no write of this
+    /// server under way and no local run, postings of events that were not stored are dropped
+    /// and the statistics made to count what is stored, before anything is written again.
+    async fn repair_if_cut(&self) -> Result<(), AppendError> {
+        let cut_here = !self.cut.lock().expect("cut sessions").is_empty();
+        if !cut_here && !super::lock::failed_write_noted_of(&self.config) {
+            return Ok(());
+        }
+        let _alone = self.writing.write().await;
+        let Some(lock) = super::lock::IngestLock::acquire(&self.config).await else {
+            return Ok(());
+        };
+        let cut: Vec<u64> = std::mem::take(&mut *self.cut.lock().expect("cut sessions"));
+        if !lock.failed_write_noted() && cut.is_empty() {
+            return Ok(());
+        }
+        tracing::warn!("a write was cut short: checking the index and its statistics");
+        // Sessions of a cut write holding an event twice are rebuilt from the archive.
+        let doubled = writer::stored_twice(&self.db, &cut).await?;
+        if !doubled.is_empty() {
+            tracing::warn!(
+                sessions = doubled.len(),
+                "rebuilding sessions a cut write stored twice"
+            );
+            let selection = super::reindex::Selection {
+                sessions: doubled,
+                ..super::reindex::Selection::default()
+            };
+            let scratch = self.config.embedded.data_dir_path().join("repair");
+            super::reindex::run(&self.config, &self.db, &selection, &scratch, false).await?;
+        }
+        super::repair(&self.db, &lock).await?;
+        Ok(())
+    }
+
     /// Holds the lock of every log named (one append at a time per log), taken in key order
     /// so two requests naming the same logs cannot wait on each other.
     async fn lock_all(
@@ -347,19 +407,29 @@ impl PushIngest {
         lock
     }
 
+    /// Each append's bytes with credentials masked (`None`: none there), worked out on a
+    /// blocking thread: the rules look at every line holding a word such as `pwd`, which on a
+    /// request of many megabytes is CPU work the async runtime must not wait for.
+    async fn mask_all(
+        &self,
+        body: &bytes::Bytes,
+        appends: &[Append<'_>],
+    ) -> Result<Vec<Option<Vec<u8>>>, AppendError> {
+        mask_off_runtime(&self.masker, body, appends).await
+    }
+
     /// What to parse: where to resume and the bytes from there (stored ones first), or `None`
-    /// when the request holds nothing new.
+    /// when the request holds nothing new. `masked` is the append's bytes as the archive holds
+    /// them (credentials overwritten): what is compared with it, and what is added to it.
     async fn plan(
         &self,
         file: &LogFile,
         stored: &Stored,
         append: &Append<'_>,
+        masked: &[u8],
     ) -> Result<Option<Plan>, AppendError> {
         let checkpoint = stored.checkpoint.as_ref();
         let (received, generation) = checkpoint.map_or((0, 0), |c| (c.received, c.generation));
-        // The archive holds the bytes with credentials masked: what is compared with it, and
-        // what is added to it, is masked the same way.
-        let masked = self.masker.mask(append.bytes).0;
         if append.replace {
             if append.offset != 0 {
                 return Err(AppendError::Invalid(
@@ -371,7 +441,7 @@ impl PushIngest {
             return Ok(Some(Plan::fresh(
                 resume,
                 append.bytes.to_vec(),
-                masked.into_owned(),
+                masked.to_vec(),
             )));
         }
         if append.offset > received {
@@ -575,6 +645,28 @@ impl PushIngest {
         .await
         .map_err(|e| AppendError::Internal(e.to_string()))?
     }
+}
+
+/// Each append's bytes (pieces of `body`) masked on a blocking thread; `None` where nothing
+/// needed masking.
+async fn mask_off_runtime(
+    masker: &Arc<Redactor>,
+    body: &bytes::Bytes,
+    appends: &[Append<'_>],
+) -> Result<Vec<Option<Vec<u8>>>, AppendError> {
+    let masker = masker.clone();
+    let pieces: Vec<bytes::Bytes> = appends.iter().map(|a| body.slice_ref(a.bytes)).collect();
+    tokio::task::spawn_blocking(move || {
+        pieces
+            .iter()
+            .map(|piece| match masker.mask(piece).0 {
+                std::borrow::Cow::Owned(masked) => Some(masked),
+                std::borrow::Cow::Borrowed(_) => None,
+            })
+            .collect()
+    })
+    .await
+    .map_err(|e| AppendError::Internal(e.to_string()))
 }
 
 /// Parses one log's plan into a batch (with the archived chunk) and its counts.
@@ -847,5 +939,40 @@ pub(crate) async fn restore_push_metrics(db: Db) {
             }
         }
         Err(error) => tracing::debug!(%error, "could not read the last pushes"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn test_masking_leaves_the_runtime_free_for_other_requests() {
+        let line = "2026-05-01 用户 pwd = hunter2hunter2 登录失败，密码错误\n";
+        let body = bytes::Bytes::from(line.repeat(20_000));
+        let appends = [Append {
+            log: LogName {
+                harness: Harness::ClaudeCode,
+                path: "/x.jsonl".into(),
+            },
+            offset: 0,
+            replace: false,
+            bytes: &body[..],
+        }];
+        // On a one-thread runtime another task runs during masking only if masking is not
+        // done on that thread.
+        let ran = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let other = tokio::spawn({
+            let ran = ran.clone();
+            async move { ran.store(true, std::sync::atomic::Ordering::SeqCst) }
+        });
+        let masked = mask_off_runtime(&Arc::new(Redactor::builtin()), &body, &appends)
+            .await
+            .unwrap();
+        assert!(ran.load(std::sync::atomic::Ordering::SeqCst));
+        other.await.unwrap();
+        let masked = masked[0].as_ref().expect("credentials masked");
+        assert_eq!(masked.len(), body.len());
+        assert!(!String::from_utf8_lossy(masked).contains("hunter2"));
     }
 }

@@ -88,7 +88,7 @@ fn is_code(value: &str) -> bool {
 /// would otherwise hide the boundary.
 macro_rules! token_start {
     () => {
-        r"(?:\\[nrtbf]|\\u[0-9A-Fa-f]{4}|\b)"
+        r"(?:\\[nrtbf]|\\u[0-9A-Fa-f]{4}|(?-u:\b))"
     };
 }
 
@@ -105,7 +105,7 @@ const BUILTIN: &[(&str, &str, usize, &[&str])] = &[
     ),
     (
         "aws_access_key",
-        concat!(token_start!(), r"((?:AKIA|ASIA)[0-9A-Z]{16})\b"),
+        concat!(token_start!(), r"((?:AKIA|ASIA)[0-9A-Z]{16})(?-u:\b)"),
         1,
         &["akia", "asia"],
     ),
@@ -113,7 +113,7 @@ const BUILTIN: &[(&str, &str, usize, &[&str])] = &[
         "github_token",
         concat!(
             token_start!(),
-            r"(gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})\b"
+            r"(gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})(?-u:\b)"
         ),
         1,
         &["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"],
@@ -132,7 +132,7 @@ const BUILTIN: &[(&str, &str, usize, &[&str])] = &[
     ),
     (
         "google_api_key",
-        concat!(token_start!(), r"(AIza[0-9A-Za-z_\-]{35})\b"),
+        concat!(token_start!(), r"(AIza[0-9A-Za-z_\-]{35})(?-u:\b)"),
         1,
         &["aiza"],
     ),
@@ -157,7 +157,7 @@ const BUILTIN: &[(&str, &str, usize, &[&str])] = &[
     ),
     (
         "url_password",
-        r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@\x22\\]+:([^\s@/\x22\\]{3,})@",
+        r"(?-u:\b)[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@\x22\\]+:([^\s@/\x22\\]{3,})@",
         1,
         &["://"],
     ),
@@ -167,7 +167,7 @@ const BUILTIN: &[(&str, &str, usize, &[&str])] = &[
         concat!(
             r"(?i)",
             token_start!(),
-            r"(?:[a-z0-9]+[_\-])*(?:password|passwd|pwd|secret|api_?key|access_?token|auth_?token)(?:[_\-]?(?:key|token))?\b\s*[=:]\s*([^\s\x22\\',;]{8,})"
+            r"(?:[a-z0-9]+[_\-])*(?:password|passwd|pwd|secret|api_?key|access_?token|auth_?token)(?:[_\-]?(?:key|token))?(?-u:\b)\s*[=:]\s*([^\s\x22\\',;]{8,})"
         ),
         1,
         &[

@@ -12,6 +12,7 @@ use super::reader::{DiskLog, Resume, Stored};
 use super::rendered;
 use super::{IngestError, pipeline, progress_bar, reader::Counters};
 use crate::config::Config;
+use crate::db::gate::WhenMigrating;
 use crate::db::{Db, DbError};
 use crate::rows::CheckpointRow;
 use crate::vocab::Harness;
@@ -57,6 +58,8 @@ impl std::fmt::Display for ReindexSummary {
 pub struct Selection {
     pub harness: Option<Harness>,
     pub source: Option<String>,
+    /// Only the logs of these sessions (empty: every session).
+    pub sessions: Vec<u64>,
 }
 
 /// Rebuilds the selected logs. `scratch` is where archived logs are copied to be read.
@@ -165,6 +168,12 @@ pub async fn run(
         Ok(())
     })
     .await?;
+    // Sessions rebuilt from their logs are exact; statistics an earlier cut write left
+    // wrong (a view's rows of an insert the engine dropped) are made to count them too.
+    {
+        let _permit = db.enter_write(WhenMigrating::Wait).await?;
+        super::writer::repair_statistics(db).await?;
+    }
     Ok(ReindexSummary {
         logs,
         from_archive,
@@ -201,10 +210,12 @@ async fn checkpoints(db: &Db, selection: &Selection) -> Result<Vec<CheckpointRow
         "SELECT ?fields FROM ingest_checkpoints FINAL \
          WHERE ({harness:String} = '' OR harness = {harness:String}) \
            AND ({source:String} = '' OR source = {source:String}) \
+           AND (empty({sessions:Array(UInt64)}) OR session_key IN {sessions:Array(UInt64)}) \
          ORDER BY source, path",
     )
     .param("harness", selection.harness.map_or("", Harness::as_str))
     .param("source", selection.source.as_deref().unwrap_or(""))
+    .param("sessions", &selection.sessions)
     .fetch_all(db, db.default_deadline())
     .await
 }

@@ -131,7 +131,7 @@ async fn append_post(
     };
     match api
         .push
-        .append_all(&source, std::slice::from_ref(&append))
+        .append_all(&source, &bytes, std::slice::from_ref(&append))
         .await
     {
         Ok(mut outcomes) => match outcomes.pop() {
@@ -173,7 +173,7 @@ async fn batch_post(
             return invalid(&message);
         }
     };
-    match api.push.append_all(&source, &appends).await {
+    match api.push.append_all(&source, &bytes, &appends).await {
         Ok(outcomes) => {
             let logs = answer_each(&api, &source, outcomes);
             axum::Json(json!({ "source": source, "logs": logs })).into_response()
@@ -239,7 +239,7 @@ async fn accept<P: AsksSource>(
     params: Result<Query<P>, QueryRejection>,
     headers: &HeaderMap,
     body: &Bytes,
-) -> Result<(P, String, Vec<u8>), Response> {
+) -> Result<(P, String, Bytes), Response> {
     let Query(params) = params.map_err(|rejection| {
         api.metrics.observe_ingest("invalid");
         invalid(&rejection.body_text())
@@ -307,7 +307,7 @@ fn source_of(caller: &Caller, asked: Option<&str>) -> Result<String, Refusal> {
 }
 
 /// The request body, decoded per `Content-Encoding` (identity, gzip or zstd), within `limit`.
-async fn decode(headers: &HeaderMap, body: &Bytes, limit: usize) -> Result<Vec<u8>, Refusal> {
+async fn decode(headers: &HeaderMap, body: &Bytes, limit: usize) -> Result<Bytes, Refusal> {
     let encoding = headers
         .get(header::CONTENT_ENCODING)
         .and_then(|v| v.to_str().ok())
@@ -317,19 +317,28 @@ async fn decode(headers: &HeaderMap, body: &Bytes, limit: usize) -> Result<Vec<u
     if !matches!(encoding.as_str(), "identity" | "gzip" | "x-gzip" | "zstd") {
         return Err(Refusal::Unsupported(encoding));
     }
+    // A plain body is used as it came: no copy.
+    if encoding == "identity" {
+        return if body.len() > limit {
+            Err(Refusal::TooLarge(limit))
+        } else {
+            Ok(body.clone())
+        };
+    }
     let body = body.clone();
     let decoded = tokio::task::spawn_blocking(move || {
         let mut out = Vec::new();
         let bound = limit as u64 + 1;
+        // Every gzip member and every zstd frame is read; bytes after them that are neither
+        // refuse the body (they are not silently dropped).
         let read = match encoding.as_str() {
-            "identity" => (&body[..]).take(bound).read_to_end(&mut out),
             "zstd" => zstd::stream::read::Decoder::new(&body[..])
                 .and_then(|decoder| decoder.take(bound).read_to_end(&mut out)),
-            _ => flate2::read::GzDecoder::new(&body[..])
+            _ => flate2::read::MultiGzDecoder::new(&body[..])
                 .take(bound)
                 .read_to_end(&mut out),
         };
-        read.map(|_| out)
+        read.map(|_| Bytes::from(out))
     })
     .await
     .map_err(|_| Refusal::Invalid("the body could not be decoded".into()))?;

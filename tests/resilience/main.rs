@@ -13,5 +13,6 @@ mod hostile_files;
 mod http;
 mod overload;
 mod own_engine;
+mod pushes;
 mod secrets;
 mod start_stop;

@@ -1,0 +1,184 @@
+//! The ingest API under faults and hostile bodies: the engine killed again and again while a
+//! laptop pushes (the store ends as one clean ingest: no posting twice, statistics exact), and
+//! bodies whose credential masking is costly (the server stays responsive while they are read).
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use moraine_mcp::db::Db;
+use moraine_mcp::metrics::Metrics;
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+use crate::common::{
+    assert_statistics_exact, config_for, fresh_db, ingest_paths, snapshot, try_get, write_sessions,
+};
+use crate::own_engine::{BIN, Up, gone};
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("moraine-pushes-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// `moraine-mcp push` of `dir` to `server` (no token: a loopback server without tokens).
+fn push(dir: &std::path::Path, server: &str) -> Command {
+    let mut command = Command::new(BIN);
+    command
+        .args(["push", "--no-progress", "--server", server])
+        .args(["--retry-for", "120"])
+        .arg(dir)
+        .env("HOME", dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    command
+}
+
+#[tokio::test]
+async fn a_push_whose_engine_is_killed_again_and_again_stores_one_clean_copy() {
+    let dir = scratch("engine-kills");
+    write_sessions(&dir, 0x9e51, 300, 20, "pushkillword");
+    let up = Up::start("push-engine-kills").await;
+    let mut child = push(&dir, &up.base).spawn().unwrap();
+    let mut kills = 0;
+    for pause in [400, 900, 700, 1200] {
+        tokio::time::sleep(Duration::from_millis(pause)).await;
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        let engine = up.engine();
+        kill(Pid::from_raw(engine as i32), Signal::SIGKILL).unwrap();
+        assert!(gone(engine, Duration::from_secs(5)).await);
+        kills += 1;
+        up.wait_healthy(Duration::from_secs(60)).await;
+    }
+    let output = tokio::task::spawn_blocking(move || child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    // Logs whose requests failed while the engine was down are sent by running push again.
+    let mut rounds = 0;
+    let mut ok = output.status.success();
+    while !ok && rounds < 5 {
+        rounds += 1;
+        ok = push(&dir, &up.base).output().unwrap().status.success();
+    }
+    assert!(ok, "push did not converge; server log:\n{}", up.log());
+    eprintln!("engine killed {kills} times during the push; {rounds} more pushes to finish");
+    assert!(kills >= 1, "the push ended before the engine was killed");
+    let mut settings = config_for(&up.engine_url);
+    settings.clickhouse.database = "moraine".into();
+    let config = settings.validate().unwrap();
+    let db = Db::new(&config.clickhouse, Metrics::new(&config.sla));
+    let pushed = snapshot(&db).await;
+    assert_statistics_exact(&pushed);
+    let (clean_settings, clean_db) = fresh_db().await;
+    ingest_paths(&clean_settings, &clean_db, &dir).await;
+    pushed.assert_same_as(&snapshot(&clean_db).await);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Log lines mentioning `pwd` among non-ASCII text, the shape that took the credential rules
+/// off their fast path: pushed three at a time while `/healthz` is asked every 50 ms. Every
+/// push is stored, every probe answered; the slowest probe is reported. The long form sends
+/// larger bodies: `MORAINE_MASK_MIB=16 cargo test --test resilience masking -- --nocapture`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bodies_costly_to_mask_leave_the_server_responsive() {
+    let mib: usize = std::env::var("MORAINE_MASK_MIB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2);
+    let (settings, db) = fresh_db().await;
+    let server = crate::common::TestServer::start(settings, db.clone()).await;
+    let line = "{\"type\":\"user\",\"sessionId\":\"s\",\"message\":{\"role\":\"user\",\"content\":\"用户 pwd 登录失败，密码错误，请重试。连接到数据库失败，服务器返回错误代码\"}}\n";
+    let body: String = line.repeat((mib << 20) / line.len());
+    let pushes: Vec<_> = (0..3)
+        .map(|i| {
+            let url = format!(
+                "{}/ingest/v1/append?harness=claude-code&path=/logs/mask-{i}.jsonl&offset=0",
+                server.base
+            );
+            let body = body.clone();
+            tokio::spawn(async move { crate::common::send("POST", &url, &[], &body).await })
+        })
+        .collect();
+    let health = format!("{}/healthz", server.base);
+    let mut slowest = Duration::ZERO;
+    let mut probes = 0;
+    while pushes.iter().any(|p| !p.is_finished()) {
+        let started = Instant::now();
+        assert_eq!(try_get(&health).await, Some(200));
+        slowest = slowest.max(started.elapsed());
+        probes += 1;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for push in pushes {
+        assert_eq!(push.await.unwrap().status, 200);
+    }
+    eprintln!(
+        "3 bodies of {mib} MiB: {probes} health probes while they were read, slowest {slowest:?}"
+    );
+    let stored: Option<u64> = db
+        .read("t", "SELECT count() FROM raw_chunks")
+        .fetch_optional(&db, db.default_deadline())
+        .await
+        .unwrap();
+    assert_eq!(stored, Some(3));
+    server.stop().await;
+}
+
+/// An insert the engine cut part way through can store a batch's postings (and the
+/// statistics the other views add) without its events; the checkpoint did not move, so the
+/// client sends the range again. The server repairs before it writes anything more: no
+/// posting is then stored twice.
+#[tokio::test]
+async fn a_push_after_a_cut_write_repairs_the_index_before_writing() {
+    let dir = scratch("cut-write");
+    write_sessions(&dir, 0x0c07, 3, 5, "cutword");
+    let (whole_settings, whole) = fresh_db().await;
+    ingest_paths(&whole_settings, &whole, &dir).await;
+    let clean = snapshot(&whole).await;
+    // The logs as the cut write found them: one turn shorter, pushed whole.
+    write_sessions(&dir, 0x0c07, 3, 4, "cutword");
+    let (settings, db) = fresh_db().await;
+    let server = crate::common::TestServer::start(settings, db.clone()).await;
+    let client =
+        moraine_mcp::push::Client::new(&server.base, None, None, Duration::from_secs(30)).unwrap();
+    let logs = |dir: &std::path::Path| {
+        moraine_mcp::ingest::files::from_paths(&[dir.to_owned()], None, None).0
+    };
+    moraine_mcp::push::push_logs(&client, &logs(&dir), 1 << 20, false)
+        .await
+        .unwrap();
+    // What the cut insert of the last turn stored: its postings and the views' statistics.
+    for sql in [
+        "INSERT INTO term_df SELECT term, toInt64(count()) FROM {whole:Identifier}.postings \
+         WHERE doc NOT IN (SELECT event_key FROM events) GROUP BY term",
+        "INSERT INTO corpus_stats SELECT 0, toInt64(countIf(searchable)), toInt64(sumIf(doc_len, searchable)) \
+         FROM {whole:Identifier}.events WHERE event_key NOT IN (SELECT event_key FROM events)",
+        "INSERT INTO postings SELECT * FROM {whole:Identifier}.postings \
+         WHERE doc NOT IN (SELECT event_key FROM events)",
+    ] {
+        db.write("t", sql)
+            .param("whole", whole_settings.clickhouse.database.as_str())
+            .setting("insert_deduplicate", "0")
+            .execute(&db, db.default_deadline())
+            .await
+            .unwrap();
+    }
+    moraine_mcp::ingest::lock::note_failed_write_of(&server.config);
+    write_sessions(&dir, 0x0c07, 3, 5, "cutword");
+    moraine_mcp::push::push_logs(&client, &logs(&dir), 1 << 20, false)
+        .await
+        .unwrap();
+    let after = snapshot(&db).await;
+    assert_statistics_exact(&after);
+    after.assert_same_as(&clean);
+    assert!(!moraine_mcp::ingest::lock::failed_write_noted_of(
+        &server.config
+    ));
+    server.stop().await;
+    std::fs::remove_dir_all(&dir).unwrap();
+}
