@@ -115,18 +115,47 @@ pub(crate) struct InputRules {
 pub(crate) struct InputValidator {
     validator: jsonschema::Validator,
     rules: InputRules,
+    /// Array fields and their `maxItems`: checked before the errors are listed, so a huge array
+    /// costs one comparison, not one error per item.
+    bounded_arrays: Vec<(String, u64)>,
 }
 
 impl InputValidator {
     pub(crate) fn new(schema: &Value, rules: InputRules) -> Self {
+        let bounded_arrays = schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .filter_map(|(field, property)| {
+                let limit = property.get("maxItems")?.as_u64()?;
+                Some((field.clone(), limit))
+            })
+            .collect();
         Self {
             validator: jsonschema::validator_for(schema).expect("published schemas compile"),
             rules,
+            bounded_arrays,
         }
     }
 
-    /// Validates `arguments`; the first failure becomes the spec's error.
+    /// Validates `arguments`; the first failure becomes the spec's error. Valid arguments are
+    /// checked without listing anything; invalid ones have their failures listed (bounded by
+    /// the schema's limits) to answer the first in a stable order.
     pub(crate) fn check(&self, arguments: &Value) -> Result<(), ToolError> {
+        if self.validator.is_valid(arguments) {
+            return Ok(());
+        }
+        for (field, limit) in &self.bounded_arrays {
+            if let Some(items) = arguments.get(field).and_then(Value::as_array)
+                && items.len() as u64 > *limit
+            {
+                let kind = ValidationErrorKind::MaxItems { limit: *limit };
+                let message = (self.rules.message)(field, &kind)
+                    .unwrap_or_else(|| format!("{field} may hold at most {limit} items"));
+                return Err(ToolError::invalid(field, message));
+            }
+        }
         let mut errors: Vec<(String, ToolError)> = self
             .validator
             .iter_errors(arguments)

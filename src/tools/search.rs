@@ -37,6 +37,9 @@ use sql::{Detail, EventDetail, ScoreShape, Scored, SessionDetail, TurnDetail};
 use wire::{Hit, HitEvent, HitTurn, OpenRefs, SearchData, SearchRequest, SessionBrief, Snippet};
 
 const MAX_QUERY_CHARS: u64 = 4096;
+/// Most entries of `event_types`: every type a few times over (repeats are harmless, and a
+/// list longer than this is no filter anyone means).
+const MAX_EVENT_TYPES: u64 = 32;
 const MAX_N_HITS: u64 = 50;
 const DEFAULT_N_HITS: u32 = 10;
 /// Snippets look at most this much of an event's text.
@@ -115,6 +118,7 @@ impl Tool for SearchSessions {
                 "event_types": {
                     "type": ["array", "null"],
                     "minItems": 1,
+                    "maxItems": MAX_EVENT_TYPES,
                     "items": { "type": "string", "enum": types },
                     "description": "Event types to search. Default: user_input, assistant_response, tool_response."
                 },
@@ -157,6 +161,9 @@ impl Tool for SearchSessions {
                     "n_hits" => format!("n_hits must be an integer between 1 and {MAX_N_HITS}"),
                     "event_types" if matches!(kind, ValidationErrorKind::MinItems { .. }) => {
                         "event_types must contain at least one event type".into()
+                    }
+                    "event_types" if matches!(kind, ValidationErrorKind::MaxItems { .. }) => {
+                        format!("event_types must hold at most {MAX_EVENT_TYPES} event types")
                     }
                     "event_types" => "event_types must be an array of event type names".into(),
                     "within_id" => "within_id must be a session or turn ID string".into(),

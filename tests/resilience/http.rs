@@ -520,3 +520,78 @@ async fn a_call_waits_for_query_slots_once() {
     );
     hold.await.unwrap().unwrap();
 }
+
+/// The peak resident memory of a process, in bytes (`VmHWM`).
+fn peak_memory(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    let kib: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    kib * 1024
+}
+
+/// D13: a tool call whose one array holds half a million wrong items is answered by its
+/// first error, without one error per item: six at once cost what parsing their JSON costs
+/// (about 200 MiB; each listed every item's error before, 948 MB for six).
+#[tokio::test]
+async fn a_huge_argument_array_is_refused_without_listing_every_item() {
+    let port = {
+        let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        probe.local_addr().unwrap().port()
+    };
+    let mut child = Command::new(BIN)
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .env("MORAINE_MCP_CLICKHOUSE__URL", "http://127.0.0.1:9")
+        .env("MORAINE_MCP_CLICKHOUSE__STARTUP_WAIT_SECS", "1")
+        .env("HOME", scratch("huge-array"))
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let base = format!("http://127.0.0.1:{port}");
+    let started = Instant::now();
+    while try_get(&format!("{base}/healthz")).await.is_none() {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the server did not start"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let before = peak_memory(child.id());
+    let items = vec![json!(0); 500_000];
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "search_sessions", "arguments": {"query": "x", "event_types": items}}})
+    .to_string();
+    assert!(call.len() < 1 << 20, "{} bytes", call.len());
+    let calls: Vec<_> = (0..6)
+        .map(|_| {
+            let (url, call) = (format!("{base}/mcp"), call.clone());
+            tokio::spawn(async move {
+                send(
+                    "POST",
+                    &url,
+                    &[JSON, ACCEPT, ("mcp-protocol-version", "2025-11-25")],
+                    &call,
+                )
+                .await
+            })
+        })
+        .collect();
+    for call in calls {
+        let reply = call.await.unwrap();
+        assert_eq!(reply.status, 200);
+        let envelope = &reply.json()["result"]["structuredContent"];
+        assert_eq!(envelope["error"]["code"], "invalid_request", "{envelope}");
+        let message = envelope["error"]["message"].as_str().unwrap();
+        assert!(message.contains("at most"), "{message}");
+    }
+    let grew = peak_memory(child.id()).saturating_sub(before);
+    eprintln!("six 1 MB calls: peak memory grew {} MiB", grew >> 20);
+    assert!(grew < 400 << 20, "peak memory grew {} MiB", grew >> 20);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    child.wait().unwrap();
+}
