@@ -286,6 +286,10 @@ pub struct ToolsConfig {
     pub snippet_chars: usize,
     pub preview_chars: usize,
     pub open_content_chars: usize,
+    /// Most turns one `open` of a session lists; more come with `offset`.
+    pub open_max_turns: usize,
+    /// Most events one `open` of a turn lists; more come with `offset`.
+    pub open_max_events: usize,
     pub self_server_names: Vec<String>,
     pub include_self_events: bool,
     /// Global searches read only the impact tiers that can reach their top k (the same results
@@ -311,6 +315,8 @@ impl Default for ToolsConfig {
             snippet_chars: 240,
             preview_chars: 200,
             open_content_chars: 262_144,
+            open_max_turns: 1000,
+            open_max_events: 1000,
             self_server_names: vec!["moraine".into(), "moraine-mcp".into()],
             include_self_events: false,
             impact_tiers: true,
@@ -902,6 +908,8 @@ impl ToolsConfig {
         )?;
         within("tools.snippet_chars", self.snippet_chars, 40..=4000)?;
         within("tools.preview_chars", self.preview_chars, 20..=4000)?;
+        within("tools.open_max_turns", self.open_max_turns, 100..=100_000)?;
+        within("tools.open_max_events", self.open_max_events, 100..=100_000)?;
         within(
             "tools.open_content_chars",
             self.open_content_chars,

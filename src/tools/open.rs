@@ -40,6 +40,8 @@ pub(crate) struct Args {
     id: String,
     #[serde(default, deserialize_with = "optional_integer")]
     content_offset: Option<u32>,
+    #[serde(default, deserialize_with = "optional_integer")]
+    offset: Option<u32>,
 }
 
 impl Tool for Open {
@@ -69,6 +71,12 @@ impl Tool for Open {
                     "minimum": 0,
                     "maximum": u32::MAX,
                     "description": "For an event ID: the character of the event's text to start at (content.next_content_offset of the previous part). Default 0."
+                },
+                "offset": {
+                    "type": ["integer", "null"],
+                    "minimum": 0,
+                    "maximum": u32::MAX,
+                    "description": "For a session or turn ID: how many of its turns (or events) to skip, for the next page of a long one (data.next_offset of the previous page). Default 0."
                 }
             }
         })
@@ -91,6 +99,7 @@ impl Tool for Open {
             message: |field, _kind| match field {
                 "id" => Some("id must be a non-empty string".into()),
                 "content_offset" => Some("content_offset must be a non-negative integer".into()),
+                "offset" => Some("offset must be a non-negative integer".into()),
                 _ => None,
             },
         }
@@ -112,6 +121,7 @@ impl Tool for Open {
         let request = OpenRequest {
             id: args.id,
             content_offset: args.content_offset.map(u64::from),
+            offset: args.offset.map(u64::from),
         };
         let not_found = |kind: &'static str| ToolError::NotFound {
             kind,
@@ -128,11 +138,22 @@ impl Tool for Open {
                 "content_offset applies to event IDs only",
             ));
         }
+        if request.offset.is_some() && matches!(id, Id::Event { .. }) {
+            return Err(ToolError::invalid(
+                "offset",
+                "offset applies to session and turn IDs (content_offset pages an event)",
+            ));
+        }
+        let tools = &ctx.config.tools;
+        let page = |max: usize| Page {
+            after: args.offset.unwrap_or(0),
+            max: u32::try_from(max).unwrap_or(u32::MAX),
+        };
         let sla = &ctx.config.sla;
         let db = &ctx.db;
         let (data, sla_target_ms) = match id {
             Id::Session { session } => {
-                let view = open_session(db, visible, session, deadline)
+                let view = open_session(db, visible, session, page(tools.open_max_turns), deadline)
                     .await?
                     .ok_or_else(|| not_found("session"))?;
                 let turns = view.turns.len();
@@ -144,9 +165,16 @@ impl Tool for Open {
                 (OpenData::Session(Box::new(view)), target)
             }
             Id::Turn { session, turn } => {
-                let view = open_turn(db, visible, session, turn, deadline)
-                    .await?
-                    .ok_or_else(|| not_found("turn"))?;
+                let view = open_turn(
+                    db,
+                    visible,
+                    session,
+                    turn,
+                    page(tools.open_max_events),
+                    deadline,
+                )
+                .await?
+                .ok_or_else(|| not_found("turn"))?;
                 let target = scaled(sla.open_turn, view.events.len(), 100);
                 (OpenData::Turn(Box::new(view)), target)
             }
@@ -206,10 +234,34 @@ fn turn_at(turns: &[TurnRow], session: u64, ordinal: u32) -> Option<String> {
         .map(|t| ids::turn_id(session, t.ordinal.into()))
 }
 
+/// Which part of a long list one answer holds: the items after the first `after`, at most
+/// `max` of them.
+#[derive(Debug, Clone, Copy)]
+struct Page {
+    after: u32,
+    max: u32,
+}
+
+impl Page {
+    /// How many rows to read: one more than shown tells whether more follow.
+    fn take(self) -> u32 {
+        self.max.saturating_add(1)
+    }
+
+    /// Keeps the page's rows of `rows` (read with [`Page::take`]), and says where the next
+    /// page starts when more follow.
+    fn cut<T>(self, rows: &mut Vec<T>) -> Option<u64> {
+        let more = rows.len() > self.max as usize;
+        rows.truncate(self.max as usize);
+        more.then(|| u64::from(self.after) + u64::from(self.max))
+    }
+}
+
 async fn open_session(
     db: &Db,
     visible: &Visibility,
     session: u64,
+    page: Page,
     deadline: Instant,
 ) -> Result<Option<SessionView>, DbError> {
     let neighbours_sql = crate::db::splice(
@@ -220,6 +272,8 @@ async fn open_session(
         session_row(db, visible, session, deadline),
         db.read("open_session_turns", sql::SESSION_TURNS_SQL)
             .param("s", session)
+            .param("after", page.after)
+            .param("take", page.take())
             .fetch_all::<TurnRow>(db, deadline),
         db.read("open_session_neighbours", &neighbours_sql)
             .param("s", session)
@@ -229,10 +283,14 @@ async fn open_session(
     let Some(info) = info else {
         return Ok(None);
     };
+    let mut turns = turns;
+    let next_offset = page.cut(&mut turns);
     let (previous, next) = neighbours.unwrap_or((None, None));
     Ok(Some(SessionView {
         session: (&info).into(),
         turns: turns.iter().map(TurnSummary::from).collect(),
+        truncated: next_offset.is_some(),
+        next_offset,
         traversal: SessionTraversal {
             previous_session_id: previous.map(ids::session_id),
             next_session_id: next.map(ids::session_id),
@@ -245,6 +303,7 @@ async fn open_turn(
     visible: &Visibility,
     session: u64,
     turn: u64,
+    page: Page,
     deadline: Instant,
 ) -> Result<Option<TurnView>, DbError> {
     let Ok(turn) = u32::try_from(turn) else {
@@ -260,12 +319,34 @@ async fn open_turn(
         db.read("open_turn_events", sql::TURN_EVENTS_SQL)
             .param("s", session)
             .param("t", turn)
+            .param("after", page.after)
+            .param("take", page.take())
             .fetch_all::<sql::EventSummaryRow>(db, deadline),
     )?;
     let (Some(info), Some(this)) = (info, turns.iter().find(|t| t.ordinal == turn)) else {
         return Ok(None);
     };
+    let mut events = events;
+    let next_offset = page.cut(&mut events);
     let event_id = |e: &sql::EventSummaryRow| ids::event_id(session, e.event_key);
+    // The turn's own first and last events, wherever the page lies in it.
+    let ends = if page.after == 0 && next_offset.is_none() {
+        (events.first().map(event_id), events.last().map(event_id))
+    } else {
+        let keys: Option<(u64, u64)> = db
+            .read("open_turn_ends", sql::TURN_ENDS_SQL)
+            .param("s", session)
+            .param("t", turn)
+            .fetch_optional(db, deadline)
+            .await?;
+        keys.filter(|(first, _)| *first != 0)
+            .map_or((None, None), |(first, last)| {
+                (
+                    Some(ids::event_id(session, first)),
+                    Some(ids::event_id(session, last)),
+                )
+            })
+    };
     Ok(Some(TurnView {
         turn: TurnInfo::from(this),
         session: (&info).into(),
@@ -276,9 +357,11 @@ async fn open_turn(
                 .checked_sub(1)
                 .and_then(|o| turn_at(&turns, session, o)),
             next_turn_id: turn_at(&turns, session, turn + 1),
-            first_event_id: events.first().map(event_id),
-            last_event_id: events.last().map(event_id),
+            first_event_id: ends.0,
+            last_event_id: ends.1,
         },
+        truncated: next_offset.is_some(),
+        next_offset,
         events: events
             .iter()
             .map(|e| EventSummary {

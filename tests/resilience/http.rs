@@ -595,3 +595,104 @@ async fn a_huge_argument_array_is_refused_without_listing_every_item() {
     .unwrap();
     child.wait().unwrap();
 }
+
+/// D14: `open` of a session of many turns, or a turn of many events, lists a bounded page;
+/// the pages, fetched by `offset`, list every turn (event) once, and the turn's traversal
+/// names its own first and last events on every page.
+#[tokio::test]
+async fn open_of_a_long_session_or_turn_is_bounded_and_pages_through_the_rest() {
+    let dir = scratch("long");
+    // 250 turns in one session; a last turn of 1 + 2 × 150 + 1 events.
+    let outputs: Vec<String> = (0..250).map(|i| format!("built {i}")).collect();
+    write_claude_session(&dir, "5f0e3c1a-0000-4000-8000-0000000d14d1", &outputs);
+    let session = "5f0e3c1a-0000-4000-8000-0000000d14d2";
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join(format!("{session}.jsonl")))
+        .unwrap();
+    let mut lines = vec![
+        json!({"type": "user", "sessionId": session, "timestamp": "2026-03-11T10:00:00.000Z",
+        "message": {"role": "user", "content": "run every check"}}),
+    ];
+    for i in 0..150 {
+        lines.push(json!({"type": "assistant", "sessionId": session, "timestamp": "2026-03-11T10:00:01.000Z",
+            "message": {"model": "m", "stop_reason": "tool_use", "content": [
+                {"type": "tool_use", "id": format!("c{i}"), "name": "Bash", "input": {"command": format!("check {i}")}}]}}));
+        lines.push(json!({"type": "user", "sessionId": session, "timestamp": "2026-03-11T10:00:02.000Z",
+            "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": format!("c{i}"), "content": "ok"}]}}));
+    }
+    lines.push(json!({"type": "assistant", "sessionId": session, "timestamp": "2026-03-11T10:00:03.000Z",
+        "message": {"model": "m", "stop_reason": "end_turn", "content": [{"type": "text", "text": "all checks pass"}]}}));
+    for line in lines {
+        writeln!(file, "{line}").unwrap();
+    }
+    drop(file);
+    let (mut config, db) = fresh_db().await;
+    ingest_paths(&config, &db, &dir).await;
+    config.tools.open_max_turns = 100;
+    config.tools.open_max_events = 100;
+    let server = TestServer::start(config, db).await;
+    let mut client = Mcp::modern(&server.mcp_url, None).await;
+    let id_of = |native: &str| {
+        moraine_mcp::ids::session_id(moraine_mcp::ingest::files::session_key(
+            moraine_mcp::vocab::Harness::ClaudeCode,
+            native,
+        ))
+    };
+    // Pages through a list: (items seen with their IDs, pages, every page's traversal ends).
+    let mut pages = async |id: &str, list: &str| {
+        let (mut seen, mut offset, mut count) = (Vec::new(), None::<u64>, 0);
+        let mut ends = Vec::new();
+        loop {
+            let mut args = json!({"id": id});
+            if let Some(offset) = offset {
+                args["offset"] = json!(offset);
+            }
+            let opened = client.ok("open", args).await;
+            let data = &opened["data"];
+            let items = data[list].as_array().unwrap();
+            assert!(items.len() <= 100, "{} {list} in one answer", items.len());
+            seen.extend(
+                items
+                    .iter()
+                    .map(|i| (i["ordinal"].as_u64().unwrap(), i["id"].clone())),
+            );
+            count += 1;
+            ends.push((
+                data["traversal"]["first_event_id"].clone(),
+                data["traversal"]["last_event_id"].clone(),
+            ));
+            match data["next_offset"].as_u64() {
+                Some(next) => {
+                    assert_eq!(data["truncated"], true);
+                    offset = Some(next);
+                }
+                None => {
+                    assert_eq!(data["truncated"], false);
+                    break;
+                }
+            }
+        }
+        (seen, count, ends)
+    };
+    let ordinals = |seen: &[(u64, Value)]| seen.iter().map(|s| s.0).collect::<Vec<u64>>();
+    let (turns, count, _) = pages(&id_of("5f0e3c1a-0000-4000-8000-0000000d14d1"), "turns").await;
+    assert_eq!(ordinals(&turns), (1..=250).collect::<Vec<u64>>());
+    assert_eq!(count, 3);
+    let turn = moraine_mcp::ids::turn_id(
+        moraine_mcp::ingest::files::session_key(moraine_mcp::vocab::Harness::ClaudeCode, session),
+        1,
+    );
+    let (events, count, ends) = pages(&turn, "events").await;
+    assert_eq!(ordinals(&events), (1..=302).collect::<Vec<u64>>());
+    assert_eq!(count, 4);
+    let whole = (events[0].1.clone(), events[301].1.clone());
+    assert!(ends.iter().all(|page| *page == whole), "{ends:?}");
+    let (code, _) = client
+        .err("open", json!({"id": turn, "content_offset": 5}))
+        .await;
+    assert_eq!(code, "invalid_request");
+    server.stop().await;
+    std::fs::remove_dir_all(dir).unwrap();
+}

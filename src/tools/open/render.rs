@@ -52,6 +52,7 @@ fn session(out: &mut String, view: &SessionView) {
         }
         out.push('\n');
     }
+    more(out, "turns", view.next_offset);
     traversal(
         out,
         &[
@@ -98,6 +99,7 @@ fn turn(out: &mut String, view: &TurnView) {
             event.summary
         );
     }
+    more(out, "events", view.next_offset);
     traversal(
         out,
         &[
@@ -105,6 +107,13 @@ fn turn(out: &mut String, view: &TurnView) {
             ("next turn", &view.traversal.next_turn_id),
         ],
     );
+}
+
+/// Where the rest of a long list is, when only a page of it was listed.
+fn more(out: &mut String, what: &str, next_offset: Option<u64>) {
+    if let Some(offset) = next_offset {
+        let _ = writeln!(out, "more {what} follow: open with offset {offset}");
+    }
 }
 
 fn event(out: &mut String, view: &EventView) {

@@ -7,9 +7,9 @@ use serde::Deserialize;
 pub(super) const SESSION_SQL: &str =
     "SELECT ?fields FROM sessions FINAL WHERE session_key = {s:UInt64}";
 
-/// Every turn of a session.
-pub(super) const SESSION_TURNS_SQL: &str =
-    "SELECT ?fields FROM turns FINAL WHERE session_key = {s:UInt64} ORDER BY ordinal";
+/// A page of a session's turns: those after ordinal `{after}`, at most `{take}`.
+pub(super) const SESSION_TURNS_SQL: &str = "SELECT ?fields FROM turns FINAL WHERE session_key = {s:UInt64} \
+     AND ordinal > {after:UInt32} ORDER BY ordinal LIMIT {take:UInt32}";
 
 /// The sessions that started just before and just after one (`«visible»`: a fragment that
 /// keeps to the sessions the caller may see).
@@ -26,13 +26,21 @@ pub(super) const VISIBLE_SOURCE: &str = "AND source IN {visible:Array(String)}";
 pub(super) const TURN_AND_NEIGHBOURS_SQL: &str = "SELECT ?fields FROM turns FINAL WHERE session_key = {s:UInt64} \
      AND ordinal BETWEEN {lo:UInt32} AND {hi:UInt32} ORDER BY ordinal";
 
-/// A turn's events, as summaries.
+/// A page of a turn's events, as summaries: those after ordinal `{after}`, at most `{take}`.
 pub(super) const TURN_EVENTS_SQL: &str = "
 SELECT event_key, ordinal, toUInt8(event_type) AS event_type, ts, tool_name, model, summary, summary_truncated
 FROM events
 WHERE session_key = {s:UInt64}
   AND turn_ordinal = {t:UInt32}
-ORDER BY ordinal";
+  AND ordinal > {after:UInt32}
+ORDER BY ordinal
+LIMIT {take:UInt32}";
+
+/// A turn's first and last events' keys, for a turn listed in pages.
+pub(super) const TURN_ENDS_SQL: &str = "
+SELECT argMin(event_key, ordinal), argMax(event_key, ordinal)
+FROM events
+WHERE session_key = {s:UInt64} AND turn_ordinal = {t:UInt32}";
 
 /// The turns around an event (found by a scalar subquery on the event, so this statement need
 /// not wait for the event's own).

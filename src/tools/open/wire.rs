@@ -17,6 +17,9 @@ pub(crate) struct OpenRequest {
     /// Where in an event's text (in characters) the returned text starts.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub content_offset: Option<u64>,
+    /// How many of a session's turns (or a turn's events) the list skips.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offset: Option<u64>,
 }
 
 /// What was opened; `kind` says which.
@@ -32,8 +35,13 @@ pub(crate) enum OpenData {
 #[schemars(deny_unknown_fields)]
 pub(crate) struct SessionView {
     pub session: SessionInfo,
-    /// Every known turn, by ordinal.
+    /// Every known turn, by ordinal; for a session of more turns than one answer lists
+    /// (`truncated`), a page of them.
     pub turns: Vec<TurnSummary>,
+    /// More turns follow those listed.
+    pub truncated: bool,
+    /// The `offset` that lists the turns after these, when there are more.
+    pub next_offset: Option<u64>,
     pub traversal: SessionTraversal,
 }
 
@@ -101,8 +109,13 @@ pub(crate) struct TurnView {
     pub turn: TurnInfo,
     pub session: SessionRef,
     pub summary: TurnDigest,
-    /// Every known event of the turn, by ordinal, as compact summaries.
+    /// Every known event of the turn, by ordinal, as compact summaries; for a turn of more
+    /// events than one answer lists (`truncated`), a page of them.
     pub events: Vec<EventSummary>,
+    /// More events follow those listed.
+    pub truncated: bool,
+    /// The `offset` that lists the events after these, when there are more.
+    pub next_offset: Option<u64>,
     pub traversal: TurnTraversal,
 }
 
