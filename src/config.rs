@@ -103,6 +103,10 @@ pub struct ServerConfig {
     pub header_timeout_secs: u64,
     pub body_timeout_secs: u64,
     pub max_connections: usize,
+    /// Open connections of one client address at most.
+    pub max_connections_per_client: usize,
+    /// Longest a response may wait to be sent before its client is disconnected.
+    pub write_timeout_secs: u64,
     pub max_sessions: usize,
 }
 
@@ -123,6 +127,8 @@ impl Default for ServerConfig {
             header_timeout_secs: 10,
             body_timeout_secs: 10,
             max_connections: 1024,
+            max_connections_per_client: 256,
+            write_timeout_secs: 30,
             max_sessions: 1000,
         }
     }
@@ -786,6 +792,12 @@ impl ServerConfig {
             self.max_connections,
             16..=1_000_000,
         )?;
+        within(
+            "server.max_connections_per_client",
+            self.max_connections_per_client,
+            1..=self.max_connections,
+        )?;
+        positive("server.write_timeout_secs", self.write_timeout_secs)?;
         within("server.max_sessions", self.max_sessions, 1..=1_000_000)
     }
 }

@@ -8,6 +8,7 @@ mod hosts;
 pub(crate) mod http_error;
 mod ingest_api;
 mod rpc;
+mod stall;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -153,7 +154,9 @@ pub(crate) fn router(
 pub(crate) fn connection_limits(config: &Config) -> ConnectionLimits {
     ConnectionLimits {
         max_connections: config.server.max_connections,
+        max_per_client: config.server.max_connections_per_client,
         header_timeout: Duration::from_secs(config.server.header_timeout_secs),
+        write_timeout: Duration::from_secs(config.server.write_timeout_secs),
         grace: Duration::from_secs(config.server.shutdown_grace_secs),
     }
 }

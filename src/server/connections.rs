@@ -25,10 +25,55 @@ const RESERVED_FDS: u64 = 128;
 pub(crate) struct ConnectionLimits {
     /// Open connections at most; further clients wait in the listen backlog.
     pub(crate) max_connections: usize,
+    /// Open connections of one client address at most: more are closed as they come, so one
+    /// client cannot hold every slot.
+    pub(crate) max_per_client: usize,
     /// Time to send a request's header, from connecting or from the previous response.
     pub(crate) header_timeout: Duration,
+    /// Longest a response may wait to be sent: a client that stops reading is disconnected.
+    pub(crate) write_timeout: Duration,
     /// How long in-flight requests may finish after shutdown begins.
     pub(crate) grace: Duration,
+}
+
+/// Open connections per client address.
+#[derive(Debug, Default)]
+struct PerClient {
+    open: std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>,
+}
+
+impl PerClient {
+    /// Counts a connection from `ip`, or `None` when that client has `max` open already.
+    fn enter(self: &Arc<Self>, ip: std::net::IpAddr, max: usize) -> Option<ClientSlot> {
+        let mut open = self.open.lock().expect("per-client counts");
+        let count = open.entry(ip).or_default();
+        if *count >= max {
+            return None;
+        }
+        *count += 1;
+        Some(ClientSlot {
+            clients: self.clone(),
+            ip,
+        })
+    }
+}
+
+/// One counted connection; uncounted when dropped.
+struct ClientSlot {
+    clients: Arc<PerClient>,
+    ip: std::net::IpAddr,
+}
+
+impl Drop for ClientSlot {
+    fn drop(&mut self) {
+        let mut open = self.clients.open.lock().expect("per-client counts");
+        if let Some(count) = open.get_mut(&self.ip) {
+            *count -= 1;
+            if *count == 0 {
+                open.remove(&self.ip);
+            }
+        }
+    }
 }
 
 /// Serves `app` on `listener` until `shutdown` is cancelled, then lets in-flight requests
@@ -41,6 +86,8 @@ pub(crate) async fn serve(
 ) -> io::Result<()> {
     let max_connections = limits.max_connections.min(open_files_budget());
     let slots = Arc::new(Semaphore::new(max_connections));
+    let clients = Arc::new(PerClient::default());
+    let mut refused_clients = 0u64;
     let graceful = GracefulShutdown::new();
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
@@ -51,9 +98,9 @@ pub(crate) async fn serve(
             slot = slots.clone().acquire_owned() => slot.expect("the semaphore is never closed"),
             () = shutdown.cancelled() => break,
         };
-        let stream = tokio::select! {
+        let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _peer)) => stream,
+                Ok(accepted) => accepted,
                 Err(error) => {
                     pause_after_accept_error(&error).await;
                     continue;
@@ -61,7 +108,16 @@ pub(crate) async fn serve(
             },
             () = shutdown.cancelled() => break,
         };
+        let Some(client) = clients.enter(peer.ip(), limits.max_per_client) else {
+            // Closed at once: its slot goes to the next client in the backlog.
+            refused_clients += 1;
+            if refused_clients.is_power_of_two() {
+                tracing::warn!(client = %peer.ip(), refused = refused_clients, "a client holds as many connections as one may; closing its others");
+            }
+            continue;
+        };
         let _ = stream.set_nodelay(true);
+        let stream = super::stall::WriteDeadline::new(stream, limits.write_timeout);
         let service = TowerToHyperService::new(
             app.clone()
                 .map_request(|request: Request<Incoming>| request.map(Body::new)),
@@ -70,7 +126,7 @@ pub(crate) async fn serve(
         tokio::spawn(async move {
             // Errors here are the client's (reset, timeout, malformed request): nothing to report.
             let _ = connection.await;
-            drop(slot);
+            drop((slot, client));
         });
     }
     drop(listener);

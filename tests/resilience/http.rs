@@ -696,3 +696,97 @@ async fn open_of_a_long_session_or_turn_is_bounded_and_pages_through_the_rest() 
     server.stop().await;
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// D15: clients that pipeline requests and never read their answers are disconnected once
+/// no byte of an answer could be sent for `server.write_timeout_secs`: they do not keep the
+/// server's connection slots (every probe failed for 120 s with 70 such clients before), and
+/// shutdown does not wait for them.
+#[tokio::test]
+async fn clients_that_never_read_do_not_keep_the_connection_slots() {
+    let (mut config, db) = fresh_db().await;
+    config.server.max_connections = 64;
+    config.server.max_connections_per_client = 64;
+    config.server.write_timeout_secs = 2;
+    let server = TestServer::start(config, db).await;
+    let addr = server.base.trim_start_matches("http://").to_owned();
+    let pipelined: String = (0..400)
+        .map(|_| format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\n\r\n"))
+        .collect();
+    let mut deaf = Vec::new();
+    for _ in 0..70 {
+        let mut stream = TcpStream::connect(&addr).await.unwrap();
+        // Written from a task: the server stops reading once its answers back up.
+        let requests = pipelined.clone();
+        let writer = tokio::spawn(async move {
+            let _ = stream.write_all(requests.as_bytes()).await;
+            stream
+        });
+        deaf.push(writer);
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let served = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            if let Ok(Some(status)) = tokio::time::timeout(
+                Duration::from_secs(1),
+                try_get(&format!("{}/healthz", server.base)),
+            )
+            .await
+            {
+                return status;
+            }
+        }
+    })
+    .await
+    .expect("a probe is served once the deaf clients are disconnected");
+    assert_eq!(served, 200);
+    let stopped = tokio::time::timeout(Duration::from_secs(8), server.stop()).await;
+    assert!(
+        stopped.is_ok(),
+        "shutdown waited for clients that never read"
+    );
+    drop(deaf);
+}
+
+/// D16: one client address holds at most `server.max_connections_per_client` connections:
+/// another client is served at once while it floods the server with stalled connections
+/// (every other request waited 8–9 s behind 1,100 of them before).
+#[tokio::test]
+async fn one_client_cannot_take_every_connection_slot() {
+    let (mut config, db) = fresh_db().await;
+    config.server.max_connections = 32;
+    config.server.max_connections_per_client = 8;
+    config.server.header_timeout_secs = 30;
+    let server = TestServer::start(config, db).await;
+    let addr: std::net::SocketAddr = server.base.trim_start_matches("http://").parse().unwrap();
+    // The flooding client: another loopback address, its connections stalled in their header.
+    let mut flood = Vec::new();
+    for i in 0..200 {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind("127.0.0.2:0".parse().unwrap()).unwrap();
+        let Ok(mut stream) = socket.connect(addr).await else {
+            continue;
+        };
+        let _ = stream
+            .write_all(format!("GET /healthz HTTP/1.1\r\nHost: {addr}\r\nX-Slow: {i}").as_bytes())
+            .await;
+        flood.push(stream);
+    }
+    let served = tokio::time::timeout(
+        Duration::from_secs(5),
+        send("GET", &format!("{}/healthz", server.base), &[], ""),
+    )
+    .await
+    .expect("another client is served beside the flood");
+    assert_eq!(served.status, 200);
+    // Of the flood, the client's share stays open; the rest were closed as they came.
+    let mut open = 0;
+    for stream in &mut flood {
+        let mut buffer = [0u8; 64];
+        let read = tokio::time::timeout(Duration::from_millis(200), stream.read(&mut buffer)).await;
+        if read.is_err() {
+            open += 1;
+        }
+    }
+    assert!(open <= 8, "{open} of the flood's connections kept");
+    server.stop().await;
+}
