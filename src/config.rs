@@ -474,6 +474,8 @@ pub struct IngestConfig {
     pub max_request_bytes: usize,
     pub max_decoded_bytes: usize,
     pub max_concurrent_requests: usize,
+    /// Time limit of an ingest request, its upload included (503 beyond; the write goes on).
+    pub request_timeout_secs: u64,
     pub sources: Vec<SourceConfig>,
     pub redaction: RedactionConfig,
 }
@@ -489,6 +491,7 @@ impl Default for IngestConfig {
             max_request_bytes: 8 * 1024 * 1024,
             max_decoded_bytes: 64 * 1024 * 1024,
             max_concurrent_requests: 3,
+            request_timeout_secs: 300,
             sources: vec![
                 SourceConfig {
                     name: "codex".into(),
@@ -1000,6 +1003,7 @@ impl IngestConfig {
             self.max_concurrent_requests,
             1..=64,
         )?;
+        positive("ingest.request_timeout_secs", self.request_timeout_secs)?;
         if self
             .sources
             .iter()

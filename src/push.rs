@@ -17,8 +17,6 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use anyhow::Context as _;
-
 use crate::config::Config;
 use crate::ingest::files::{self, LogFile};
 use crate::ingest::push::batch::{Outcome, Refusal};
@@ -42,6 +40,12 @@ const MIN_CHUNK_BYTES: usize = 64 * 1024;
 const IN_FLIGHT: usize = 3;
 /// Most logs in one request.
 const BATCH_LOGS: usize = 256;
+/// An answer this quick lets the next request be larger again (after one that was too slow).
+const QUICK_ANSWER: Duration = Duration::from_secs(5);
+/// With `--watch`, the first pause after the server refused the token; it doubles up to
+/// [`REFUSED_PAUSE_MAX`].
+const REFUSED_PAUSE: Duration = Duration::from_secs(60);
+const REFUSED_PAUSE_MAX: Duration = Duration::from_secs(30 * 60);
 /// Most log bytes in one request by default (before compression): fewer, larger requests
 /// mean fewer, larger parts for the server's engine to merge.
 pub const CHUNK_BYTES: usize = 16 * 1024 * 1024;
@@ -95,6 +99,10 @@ pub struct PushSummary {
     pub redactions: u64,
     /// Requests answered busy after which their worker gave its logs to the others and stopped.
     pub gave_way: usize,
+    /// Requests the server could not answer in time, sent again smaller.
+    pub shrunk: usize,
+    /// Bytes still to send when the push stopped early.
+    pub left: u64,
     pub elapsed: Duration,
 }
 
@@ -134,11 +142,18 @@ impl std::fmt::Display for PushSummary {
 
 /// Runs `moraine-mcp push`.
 pub async fn run(args: PushArgs, config: Config) -> anyhow::Result<ExitCode> {
+    // `--watch` never gives up on a busy or unreachable server; one push gives up after
+    // `--retry-for`.
+    let retry_for = if args.watch {
+        Duration::MAX
+    } else {
+        Duration::from_secs(args.retry_for)
+    };
     let client = Client::new(
         &args.server,
         args.token.as_deref(),
         args.source.as_deref(),
-        Duration::from_secs(args.retry_for),
+        retry_for,
     )?;
     if !args.watch {
         let logs = discover(&args, &config);
@@ -146,13 +161,24 @@ pub async fn run(args: PushArgs, config: Config) -> anyhow::Result<ExitCode> {
             eprintln!("no session logs found");
             return Ok(ExitCode::SUCCESS);
         }
-        let summary = push_logs(&client, &logs, args.chunk_bytes, !args.no_progress).await?;
-        println!("pushed {summary}");
-        return Ok(if summary.failed > 0 {
-            ExitCode::FAILURE
-        } else {
-            ExitCode::SUCCESS
-        });
+        return match push_logs(&client, &logs, args.chunk_bytes, !args.no_progress).await {
+            Ok(summary) => {
+                println!("pushed {summary}");
+                Ok(if summary.failed > 0 {
+                    ExitCode::FAILURE
+                } else {
+                    ExitCode::SUCCESS
+                })
+            }
+            Err(error) => match error.downcast::<PushStopped>() {
+                Ok(stopped) => {
+                    println!("pushed {}", stopped.summary);
+                    eprintln!("error: push stopped: {stopped}");
+                    Ok(ExitCode::FAILURE)
+                }
+                Err(error) => Err(error),
+            },
+        };
     }
     watch(&client, &args, &config).await
 }
@@ -182,7 +208,14 @@ pub async fn push_logs(
         files: logs.len(),
         ..PushSummary::default()
     };
-    let statuses = statuses(client, logs).await?;
+    let statuses = match statuses(client, logs).await {
+        Ok(statuses) => statuses,
+        Err(failure) => {
+            summary.left = logs.iter().map(|log| log.size).sum();
+            summary.elapsed = started.elapsed();
+            return Err(PushStopped { summary, failure }.into());
+        }
+    };
     let total: u64 = logs
         .iter()
         .zip(&statuses)
@@ -214,12 +247,48 @@ pub async fn push_logs(
     let workers = (0..IN_FLIGHT).map(|_| sender.work(chunk_bytes));
     let finished = futures_util::future::join_all(workers).await;
     progress.finish_and_clear();
-    if let Some(error) = finished.into_iter().find_map(Result::err) {
-        return Err(error);
-    }
+    let stopped = finished.into_iter().find_map(Result::err);
+    let left: u64 = sender
+        .queue
+        .lock()
+        .expect("push state")
+        .iter()
+        .map(|job| job.size - job.offset)
+        .sum();
     let mut summary = sender.summary.into_inner().expect("push state");
     summary.elapsed = started.elapsed();
-    Ok(summary)
+    summary.left = left;
+    match stopped {
+        // How far it got, with why it stopped.
+        Some(failure) => Err(PushStopped { summary, failure }.into()),
+        None => Ok(summary),
+    }
+}
+
+/// A push that stopped before every log was sent: what it did, and why it stopped.
+#[derive(Debug, thiserror::Error)]
+#[error("{} ({} MiB still to send; run push again to go on from there)", failure_text(.failure), .summary.left >> 20)]
+pub struct PushStopped {
+    pub summary: PushSummary,
+    failure: Failure,
+}
+
+impl PushStopped {
+    /// The server refused the token.
+    pub fn token_refused(&self) -> bool {
+        matches!(self.failure, Failure::Refused(_))
+    }
+}
+
+fn failure_text(failure: &Failure) -> String {
+    match failure {
+        Failure::Refused(error) => format!(
+            "the server refused the token: {error:#} (check --token / MORAINE_MCP_PUSH_TOKEN)"
+        ),
+        Failure::Fatal(error) | Failure::Log(error) => format!("{error:#}"),
+        Failure::GaveWay => "the server was busy".into(),
+        Failure::Slow => "the server did not answer in time".into(),
+    }
 }
 
 /// Keeps pushing until stopped: looks at the known logs' sizes every `interval`, and for new
@@ -234,6 +303,7 @@ async fn watch(client: &Client, args: &PushArgs, config: &Config) -> anyhow::Res
     // The size each known log had when it was last pushed in full.
     let mut pushed: HashMap<PathBuf, u64> = HashMap::new();
     let mut logs: Vec<LogFile> = Vec::new();
+    let mut refused_pause = REFUSED_PAUSE;
     for round in 0u64.. {
         if round % 10 == 0 {
             logs = discover(args, config);
@@ -248,9 +318,11 @@ async fn watch(client: &Client, args: &PushArgs, config: &Config) -> anyhow::Res
                 })
             })
             .collect();
+        let mut pause = interval;
         if !due.is_empty() {
             match push_logs(client, &due, args.chunk_bytes, false).await {
                 Ok(summary) => {
+                    refused_pause = REFUSED_PAUSE;
                     if summary.events > 0 || summary.failed > 0 {
                         eprintln!("pushed {summary}");
                     }
@@ -258,13 +330,26 @@ async fn watch(client: &Client, args: &PushArgs, config: &Config) -> anyhow::Res
                         pushed.insert(log.path.clone(), log.size);
                     }
                 }
-                Err(error) => eprintln!("warning: push failed, retrying: {error:#}"),
+                Err(error) => match error.downcast::<PushStopped>() {
+                    // A revoked or mistyped token is not retried every few seconds: each try
+                    // waits longer, up to half an hour, and says why.
+                    Ok(stopped) if stopped.token_refused() => {
+                        eprintln!(
+                            "error: {stopped}; trying again in {} min",
+                            refused_pause.as_secs() / 60
+                        );
+                        pause = refused_pause;
+                        refused_pause = (refused_pause * 2).min(REFUSED_PAUSE_MAX);
+                    }
+                    Ok(stopped) => eprintln!("warning: push stopped, going on: {stopped}"),
+                    Err(error) => eprintln!("warning: push failed, going on: {error:#}"),
+                },
             }
         }
         tokio::select! {
             _ = &mut stop => break,
             _ = term.recv() => break,
-            () = tokio::time::sleep(interval) => {}
+            () = tokio::time::sleep(pause) => {}
         }
     }
     eprintln!("stopped");
@@ -272,21 +357,28 @@ async fn watch(client: &Client, args: &PushArgs, config: &Config) -> anyhow::Res
 }
 
 /// Where each log stands on the server.
-async fn statuses(client: &Client, logs: &[LogFile]) -> anyhow::Result<Vec<LogStatus>> {
+async fn statuses(client: &Client, logs: &[LogFile]) -> Result<Vec<LogStatus>, Failure> {
     let mut out = Vec::with_capacity(logs.len());
     for batch in logs.chunks(STATUS_BATCH) {
         let names: Vec<LogName> = batch.iter().map(name_of).collect();
         let statuses = client
             .status(&names)
             .await
-            .map_err(Failure::into_error)
-            .context("cannot ask the server where the logs stand")?;
-        anyhow::ensure!(
-            statuses.len() == names.len(),
-            "the server answered for {} of {} logs",
-            statuses.len(),
-            names.len()
-        );
+            .map_err(|failure| match failure {
+                Failure::Refused(error) => Failure::Refused(error),
+                other => Failure::Fatal(
+                    other
+                        .into_error()
+                        .context("cannot ask the server where the logs stand"),
+                ),
+            })?;
+        if statuses.len() != names.len() {
+            return Err(Failure::Fatal(anyhow::anyhow!(
+                "the server answered for {} of {} logs",
+                statuses.len(),
+                names.len()
+            )));
+        }
         out.extend(statuses);
     }
     Ok(out)
@@ -296,6 +388,9 @@ fn name_of(log: &LogFile) -> LogName {
     LogName {
         harness: log.harness,
         path: log.path.to_string_lossy().into_owned(),
+        // Discovery made it a session of its own under the ID it names: said, so the server
+        // decides alike whatever order the logs reach it in.
+        session: log.subagent.then(|| log.native_id.clone()),
     }
 }
 
@@ -356,8 +451,11 @@ struct Sender<'a> {
 }
 
 impl Sender<'_> {
-    /// Sends batches until the queue is empty; an error is fatal to the whole push.
-    async fn work(&self, mut max_bytes: usize) -> anyhow::Result<()> {
+    /// Sends batches until the queue is empty; an error is fatal to the whole push. Requests
+    /// get smaller when the server cannot answer them within its time limit, and larger again
+    /// (up to `chunk_bytes`) while answers come quickly.
+    async fn work(&self, chunk_bytes: usize) -> Result<(), Failure> {
+        let mut max_bytes = chunk_bytes;
         // Logs this worker continues: those sent in part, and those refused and asked about.
         let mut mine: Vec<Job> = Vec::new();
         loop {
@@ -376,7 +474,12 @@ impl Sender<'_> {
                     bytes,
                 })
                 .collect();
-            let answer = self.client.batch(&appends, &|| self.retire()).await;
+            let sent_at = Instant::now();
+            let may_shrink = max_bytes > MIN_CHUNK_BYTES;
+            let answer = self
+                .client
+                .batch(&appends, &|| self.retire(), may_shrink)
+                .await;
             drop(appends);
             let jobs = batch.into_iter().map(|(job, _)| job);
             match answer {
@@ -387,9 +490,17 @@ impl Sender<'_> {
                             mine.push(job);
                         }
                     }
+                    if sent_at.elapsed() < QUICK_ANSWER {
+                        max_bytes = (max_bytes * 2).min(chunk_bytes);
+                    }
                 }
                 Err(Failure::Log(error)) if is_too_large(&error) && max_bytes > MIN_CHUNK_BYTES => {
                     max_bytes /= 2;
+                    mine.extend(jobs);
+                }
+                Err(Failure::Slow) => {
+                    max_bytes = (max_bytes / 2).max(MIN_CHUNK_BYTES);
+                    self.summary.lock().expect("push state").shrunk += 1;
                     mine.extend(jobs);
                 }
                 Err(Failure::Log(error)) => {
@@ -407,7 +518,14 @@ impl Sender<'_> {
                     self.summary.lock().expect("push state").gave_way += 1;
                     return Ok(());
                 }
-                Err(Failure::Fatal(error)) => return Err(error),
+                Err(fatal) => {
+                    // Given back, so the summary says what was left.
+                    let mut queue = self.queue.lock().expect("push state");
+                    for job in mine.into_iter().chain(jobs).rev() {
+                        queue.push_front(job);
+                    }
+                    return Err(fatal);
+                }
             }
         }
     }
@@ -457,7 +575,7 @@ impl Sender<'_> {
     }
 
     /// Takes one log's outcome: the job again when more of it is to be sent.
-    async fn settle(&self, mut job: Job, outcome: Outcome) -> anyhow::Result<Option<Job>> {
+    async fn settle(&self, mut job: Job, outcome: Outcome) -> Result<Option<Job>, Failure> {
         match outcome {
             Outcome::Appended(appended) => {
                 let sent = appended.received.saturating_sub(job.offset);
@@ -474,7 +592,7 @@ impl Sender<'_> {
                 // The server holds something else: ask again, and start over if needed.
                 let status = match self.client.status(std::slice::from_ref(&job.name)).await {
                     Ok(mut statuses) => statuses.pop(),
-                    Err(Failure::Fatal(error)) => return Err(error),
+                    Err(fatal @ (Failure::Fatal(_) | Failure::Refused(_))) => return Err(fatal),
                     Err(failure) => {
                         self.fail(&job, &failure.into_error());
                         return Ok(None);

@@ -30,7 +30,6 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
 use crate::auth::{self, AuthState, Tokens};
@@ -128,9 +127,12 @@ pub(crate) fn router(
                     guards::observe,
                 ))
                 .layer(middleware::from_fn(guards::require_one_host))
-                .layer(TimeoutLayer::with_status_code(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    Duration::from_secs(server.request_timeout_secs),
+                .layer(middleware::from_fn_with_state(
+                    guards::TimeLimits {
+                        requests: Duration::from_secs(server.request_timeout_secs),
+                        ingest: Duration::from_secs(config.ingest.request_timeout_secs),
+                    },
+                    guards::time_limit,
                 ))
                 .layer(middleware::from_fn_with_state(
                     guards::IngestSlots {

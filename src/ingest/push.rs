@@ -6,6 +6,7 @@
 //! (the checkpoint last), so a request that fails moves nothing; a resent range is recognised
 //! by comparing it with the archive.
 
+mod archive;
 pub mod batch;
 
 use std::collections::HashMap;
@@ -38,6 +39,12 @@ pub const MAX_STATUS_FILES: usize = 10_000;
 pub struct LogName {
     pub harness: Harness,
     pub path: String,
+    /// The session the client found this log to hold, when its own look at the log and its
+    /// siblings made it a session of its own under the ID the log names (Gemini CLI's
+    /// sub-agent chats saved under their parent's ID): so the server decides as the client
+    /// did, whatever order the logs arrive in. Only that form is taken.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
 }
 
 /// Where a pushed log stands.
@@ -107,7 +114,9 @@ pub struct PushIngest {
     masker: Arc<Redactor>,
     self_tools: Arc<SelfTools>,
     /// One append at a time per log.
-    locks: Mutex<HashMap<u64, Weak<tokio::sync::Mutex<()>>>>,
+    locks: Locks,
+    /// One request at a time per session a log names (its claim, then its write).
+    session_locks: Locks,
     /// Row versions must grow across requests.
     version: Mutex<u64>,
     /// Held shared by every write, exclusively by the repair after a write was cut short
@@ -117,6 +126,9 @@ pub struct PushIngest {
     /// insert that landed, its checkpoint not, and the request sent again).
     cut: Arc<Mutex<Vec<u64>>>,
 }
+
+/// Locks by key, kept while someone holds them.
+type Locks = Mutex<HashMap<u64, Weak<tokio::sync::Mutex<()>>>>;
 
 /// One log's bytes in an append request.
 #[derive(Debug)]
@@ -150,7 +162,8 @@ impl PushIngest {
             self_tools: Arc::new(SelfTools::new(&config.tools.self_server_names)),
             db: db.for_writes(),
             config,
-            locks: Mutex::new(HashMap::new()),
+            locks: Locks::default(),
+            session_locks: Locks::default(),
             version: Mutex::new(0),
             writing: Arc::new(tokio::sync::RwLock::new(())),
             cut: Arc::new(Mutex::new(Vec::new())),
@@ -197,7 +210,15 @@ impl PushIngest {
         let held = self.lock_all(&files).await;
         self.identify_continued(source, appends, &mut files).await?;
         // Sessions belong to the source that stored them first (see `claim`): settled with
-        // the logs' own first bytes where the request holds them.
+        // the logs' own first bytes where the request holds them, one request at a time per
+        // session (two logs naming one session, sent at once, would both find it free).
+        let mut sessions: Vec<u64> = files
+            .iter()
+            .filter_map(|f| f.as_ref().ok().map(|f| f.session_key))
+            .collect();
+        sessions.sort_unstable();
+        sessions.dedup();
+        let held_sessions = self.lock_keys(&self.session_locks, sessions).await;
         let (mut valid, heads): (Vec<LogFile>, Vec<&[u8]>) = appends
             .iter()
             .zip(&files)
@@ -220,36 +241,51 @@ impl PushIngest {
         // held twice (per request, that pass would cost more than the append; a server killed
         // inside an insert can leave one, which `moraine-mcp reindex` rebuilds).
         let mut stored = writer::load_stored(&self.db, &valid, writer::Doubles::Skip).await?;
+        // Every log is planned against the archive ranges it needs, read for all of them at
+        // once: a round of planning, one read of what the round asked for, and again.
         let mut outcomes: Vec<Option<Result<Appended, AppendError>>> = Vec::new();
         let mut work = Vec::new();
+        let mut pending = Vec::new();
         for ((append, file), masked) in appends.iter().zip(files).zip(&masked) {
-            let file = match file {
-                Ok(file) => file,
-                Err(refused) => {
-                    outcomes.push(Some(Err(refused)));
-                    continue;
-                }
-            };
-            let stored = stored.remove(&file.file_key).unwrap_or_default();
-            let masked = masked.as_deref().unwrap_or(append.bytes);
-            match self.plan(&file, &stored, append, masked).await {
-                Ok(Some(plan)) => {
-                    work.push((outcomes.len(), file, stored, plan));
+            match file {
+                Ok(file) => {
+                    let stored = stored.remove(&file.file_key).unwrap_or_default();
+                    let masked = masked.as_deref().unwrap_or(append.bytes);
+                    pending.push((outcomes.len(), append, file, stored, masked));
                     outcomes.push(None);
                 }
-                Ok(None) => {
-                    let status = status_of(&append.log, stored.checkpoint.as_ref());
-                    outcomes.push(Some(Ok(Appended {
-                        received: status.received,
-                        parsed: status.parsed,
-                        generation: status.generation,
-                        duplicate: true,
-                        ..Appended::default()
-                    })));
-                }
-                Err(refused) if refused.refuses_one_log() => outcomes.push(Some(Err(refused))),
-                Err(failed) => return Err(failed),
+                Err(refused) => outcomes.push(Some(Err(refused))),
             }
+        }
+        let mut archive = archive::Archive::default();
+        while !pending.is_empty() {
+            let mut wanted = Vec::new();
+            let mut waiting = Vec::new();
+            for (slot, append, file, stored, masked) in pending {
+                match self.plan(&file, &stored, append, masked, &archive) {
+                    Ok(Step::Ready(Some(plan))) => work.push((slot, file, stored, *plan)),
+                    Ok(Step::Ready(None)) => {
+                        let status = status_of(&append.log, stored.checkpoint.as_ref());
+                        outcomes[slot] = Some(Ok(Appended {
+                            received: status.received,
+                            parsed: status.parsed,
+                            generation: status.generation,
+                            duplicate: true,
+                            ..Appended::default()
+                        }));
+                    }
+                    Ok(Step::Read(ranges)) => {
+                        wanted.extend(ranges);
+                        waiting.push((slot, append, file, stored, masked));
+                    }
+                    Err(refused) if refused.refuses_one_log() => {
+                        outcomes[slot] = Some(Err(refused));
+                    }
+                    Err(failed) => return Err(failed),
+                }
+            }
+            archive.fetch(&self.db, &wanted).await?;
+            pending = waiting;
         }
         if !work.is_empty() {
             let slots: Vec<usize> = work.iter().map(|(slot, ..)| *slot).collect();
@@ -282,7 +318,7 @@ impl PushIngest {
                         cut.extend(sessions);
                     }
                 }
-                drop((held, writing));
+                drop((held, held_sessions, writing));
                 written
             })
             .await
@@ -327,14 +363,14 @@ impl PushIngest {
             let Some((generation, received)) = stored else {
                 continue;
             };
-            let head = self
-                .archived(
-                    described.file_key,
-                    generation,
-                    0,
-                    received.min(files::HEAD_BYTES as u64),
-                )
-                .await?;
+            let head = read_archive(
+                &self.db,
+                described.file_key,
+                generation,
+                0,
+                received.min(files::HEAD_BYTES as u64),
+            )
+            .await?;
             *file = describe(source, &append.log, &head);
         }
         Ok(())
@@ -387,23 +423,32 @@ impl PushIngest {
             .collect();
         keys.sort_unstable();
         keys.dedup();
+        self.lock_keys(&self.locks, keys).await
+    }
+
+    /// Holds the lock of each of `keys` (sorted, so two holders never wait on each other).
+    async fn lock_keys(
+        &self,
+        locks: &Locks,
+        keys: Vec<u64>,
+    ) -> Vec<tokio::sync::OwnedMutexGuard<()>> {
         let mut held = Vec::with_capacity(keys.len());
         for key in keys {
-            held.push(self.lock(key).lock_owned().await);
+            held.push(Self::lock(locks, key).lock_owned().await);
         }
         held
     }
 
-    fn lock(&self, file_key: u64) -> Arc<tokio::sync::Mutex<()>> {
-        let mut locks = self.locks.lock().expect("locks");
-        if let Some(lock) = locks.get(&file_key).and_then(Weak::upgrade) {
+    fn lock(locks: &Locks, key: u64) -> Arc<tokio::sync::Mutex<()>> {
+        let mut locks = locks.lock().expect("locks");
+        if let Some(lock) = locks.get(&key).and_then(Weak::upgrade) {
             return lock;
         }
         if locks.len() > 1024 {
             locks.retain(|_, lock| lock.strong_count() > 0);
         }
         let lock = Arc::new(tokio::sync::Mutex::new(()));
-        locks.insert(file_key, Arc::downgrade(&lock));
+        locks.insert(key, Arc::downgrade(&lock));
         lock
     }
 
@@ -418,18 +463,26 @@ impl PushIngest {
         mask_off_runtime(&self.masker, body, appends).await
     }
 
-    /// What to parse: where to resume and the bytes from there (stored ones first), or `None`
-    /// when the request holds nothing new. `masked` is the append's bytes as the archive holds
-    /// them (credentials overwritten): what is compared with it, and what is added to it.
-    async fn plan(
+    /// What to parse: where to resume and the bytes from there (stored ones first), `None`
+    /// when the request holds nothing new, or the archive ranges to read first. `masked` is the
+    /// append's bytes as the archive holds them (credentials overwritten): what is compared
+    /// with it, and what is added to it.
+    fn plan(
         &self,
         file: &LogFile,
         stored: &Stored,
         append: &Append<'_>,
         masked: &[u8],
-    ) -> Result<Option<Plan>, AppendError> {
+        archive: &archive::Archive,
+    ) -> Result<Step, AppendError> {
         let checkpoint = stored.checkpoint.as_ref();
         let (received, generation) = checkpoint.map_or((0, 0), |c| (c.received, c.generation));
+        let range = |from: u64, to: u64| archive::Range {
+            file_key: file.file_key,
+            generation,
+            from,
+            to,
+        };
         if append.replace {
             if append.offset != 0 {
                 return Err(AppendError::Invalid(
@@ -438,11 +491,11 @@ impl PushIngest {
             }
             let had_rows = stored.max_line.is_some() || checkpoint.is_some();
             let resume = Resume::from_scratch(file, had_rows, checkpoint);
-            return Ok(Some(Plan::fresh(
+            return Ok(Step::Ready(Some(Box::new(Plan::fresh(
                 resume,
                 append.bytes.to_vec(),
                 masked.to_vec(),
-            )));
+            )))));
         }
         if append.offset > received {
             return Err(AppendError::OffsetMismatch {
@@ -450,18 +503,22 @@ impl PushIngest {
                 generation,
             });
         }
-        // A range (partly) stored already must be what is stored.
+        // A range (partly) stored already must be what is stored: known from the checkpoint's
+        // fingerprints where the range ends where the log does (a request resent after its
+        // answer was lost), else by reading the few stored bytes it covers.
         let overlap = (received - append.offset).min(append.bytes.len() as u64) as usize;
         if overlap > 0 {
-            let stored_bytes = self
-                .archived(
-                    file.file_key,
-                    generation,
-                    append.offset,
-                    append.offset + overlap as u64,
-                )
-                .await?;
-            if stored_bytes != masked[..overlap] {
+            let same = match checkpoint.and_then(|c| fingerprints_match(c, append.offset, masked)) {
+                Some(same) => same,
+                None => {
+                    let stored_range = range(append.offset, append.offset + overlap as u64);
+                    match archive.get(stored_range) {
+                        Some(stored_bytes) => stored_bytes == &masked[..overlap],
+                        None => return Ok(Step::Read(vec![stored_range])),
+                    }
+                }
+            };
+            if !same {
                 return Err(AppendError::ContentMismatch {
                     received,
                     generation,
@@ -470,11 +527,15 @@ impl PushIngest {
         }
         let (new, masked_new) = (&append.bytes[overlap..], &masked[overlap..]);
         if new.is_empty() {
-            return Ok(None);
+            return Ok(Step::Ready(None));
         }
         let Some(checkpoint) = checkpoint else {
             let resume = Resume::from_scratch(file, stored.max_line.is_some(), None);
-            return Ok(Some(Plan::fresh(resume, new.to_vec(), masked_new.to_vec())));
+            return Ok(Step::Ready(Some(Box::new(Plan::fresh(
+                resume,
+                new.to_vec(),
+                masked_new.to_vec(),
+            )))));
         };
         let resumed = Resume::from_checkpoint(file, stored)
             .filter(|_| checkpoint.session_key == file.session_key);
@@ -482,10 +543,12 @@ impl PushIngest {
             Some(resume) => {
                 // Only a line still being written lies between the checkpoint and `received`.
                 if received - resume.offset > self.config.ingest.max_line_bytes as u64 {
-                    return Ok(Some(
-                        self.past_long_line(checkpoint, resume, received, new, masked_new)
-                            .await?,
-                    ));
+                    let Some((head, before, _)) = around(archive, range, received, received) else {
+                        return Ok(Step::Read(around_ranges(range, received, received)));
+                    };
+                    return Ok(Step::Ready(Some(Box::new(past_long_line(
+                        checkpoint, resume, received, new, masked_new, head, before,
+                    )))));
                 }
                 resume
             }
@@ -502,99 +565,22 @@ impl PushIngest {
                 resume
             }
         };
-        let (head, before, tail) = self
-            .around(file.file_key, generation, resume.offset, received)
-            .await?;
+        let Some((head, before, tail)) = around(archive, range, resume.offset, received) else {
+            return Ok(Step::Read(around_ranges(range, resume.offset, received)));
+        };
         let log = |new: &[u8]| ReceivedLog {
             base: resume.offset,
-            bytes: [&tail[..], new].concat(),
-            head: head.clone(),
-            before: before.clone(),
+            bytes: [tail, new].concat(),
+            head: head.to_vec(),
+            before: before.to_vec(),
         };
-        Ok(Some(Plan {
+        Ok(Step::Ready(Some(Box::new(Plan {
             log: log(new),
             view: log(masked_new),
             resume,
             chunk: Some((received, masked_new.to_vec())),
             skipped_lines: 0,
-        }))
-    }
-
-    /// The unparsed part of the log is one line longer than `ingest.max_line_bytes`: it is not
-    /// read back; parsing resumes after its end, if `new` holds it.
-    async fn past_long_line(
-        &self,
-        checkpoint: &CheckpointRow,
-        mut resume: Resume,
-        received: u64,
-        new: &[u8],
-        masked_new: &[u8],
-    ) -> Result<Plan, AppendError> {
-        let generation = checkpoint.generation;
-        let (base, skipped) = match memchr::memchr(b'\n', new) {
-            Some(at) => (received + at as u64 + 1, 1),
-            None => (received + new.len() as u64, 0),
-        };
-        let cut = (base - received) as usize;
-        if skipped == 1 {
-            tracing::warn!(path = %checkpoint.path, "skipping a pushed line longer than ingest.max_line_bytes");
-            resume.offset = base;
-            resume.line_no += 1;
-        }
-        let (head, before, _) = self
-            .around(checkpoint.file_key, generation, received, received)
-            .await?;
-        let log = |new: &[u8]| {
-            let mut before = [&before[..], &new[..cut]].concat();
-            let keep = before.len().saturating_sub(FINGERPRINT_BYTES as usize);
-            before.drain(..keep);
-            ReceivedLog {
-                base,
-                bytes: new[cut..].to_vec(),
-                head: head.clone(),
-                before,
-            }
-        };
-        Ok(Plan {
-            log: log(new),
-            view: log(masked_new),
-            resume,
-            chunk: Some((received, masked_new.to_vec())),
-            skipped_lines: skipped,
-        })
-    }
-
-    /// From the archive: the first 4 KiB of a log, the (up to) 4 KiB before `offset`, and the
-    /// bytes `[offset, to)`. The last two are adjacent and read at once; the head is read apart
-    /// only when they do not hold it.
-    async fn around(
-        &self,
-        file_key: u64,
-        generation: u32,
-        offset: u64,
-        to: u64,
-    ) -> Result<(Vec<u8>, Vec<u8>, Vec<u8>), AppendError> {
-        let from = offset.saturating_sub(FINGERPRINT_BYTES);
-        let mut before = self.archived(file_key, generation, from, to).await?;
-        let rest = before.split_off((offset - from) as usize);
-        let head = if from == 0 {
-            before.clone()
-        } else {
-            self.archived(file_key, generation, 0, FINGERPRINT_BYTES)
-                .await?
-        };
-        Ok((head, before, rest))
-    }
-
-    /// The archived bytes `[from, to)` of a log.
-    pub async fn archived(
-        &self,
-        file_key: u64,
-        generation: u32,
-        from: u64,
-        to: u64,
-    ) -> Result<Vec<u8>, AppendError> {
-        read_archive(&self.db, file_key, generation, from, to).await
+        }))))
     }
 
     /// Parses the plans' bytes on a blocking thread into one batch (with the archived
@@ -644,6 +630,103 @@ impl PushIngest {
         })
         .await
         .map_err(|e| AppendError::Internal(e.to_string()))?
+    }
+}
+
+/// What planning one log's append needs next.
+enum Step {
+    /// Planned: what to parse, or nothing new.
+    Ready(Option<Box<Plan>>),
+    /// These archive ranges first.
+    Read(Vec<archive::Range>),
+}
+
+/// Whether the bytes an append resends are those stored, by the checkpoint's fingerprints:
+/// `Some` when the append holds the (up to) 4 KiB before the stored end (and the first 4 KiB,
+/// for one sent from the start), `None` when it cannot tell.
+fn fingerprints_match(checkpoint: &CheckpointRow, offset: u64, masked: &[u8]) -> Option<bool> {
+    let received = checkpoint.received;
+    let take = received.min(FINGERPRINT_BYTES);
+    let tail_from = (received - take).checked_sub(offset)? as usize;
+    let tail = masked.get(tail_from..tail_from + take as usize)?;
+    let mut same = xxhash_rust::xxh3::xxh3_64(tail) == checkpoint.tail_hash;
+    if offset == 0 {
+        same &= xxhash_rust::xxh3::xxh3_64(&masked[..take as usize]) == checkpoint.head_hash;
+    }
+    Some(same)
+}
+
+/// The archive ranges [`around`] reads.
+fn around_ranges(
+    range: impl Fn(u64, u64) -> archive::Range,
+    offset: u64,
+    to: u64,
+) -> Vec<archive::Range> {
+    let from = offset.saturating_sub(FINGERPRINT_BYTES);
+    let mut ranges = vec![range(from, to)];
+    if from > 0 {
+        ranges.push(range(0, FINGERPRINT_BYTES));
+    }
+    ranges
+}
+
+/// From the archive: the first 4 KiB of a log, the (up to) 4 KiB before `offset`, and the
+/// bytes `[offset, to)`; `None` until [`around_ranges`] are read.
+fn around(
+    archive: &archive::Archive,
+    range: impl Fn(u64, u64) -> archive::Range,
+    offset: u64,
+    to: u64,
+) -> Option<(&[u8], &[u8], &[u8])> {
+    let from = offset.saturating_sub(FINGERPRINT_BYTES);
+    let read = archive.get(range(from, to))?;
+    let (before, rest) = read.split_at((offset - from) as usize);
+    let head = if from == 0 {
+        before
+    } else {
+        archive.get(range(0, FINGERPRINT_BYTES))?
+    };
+    Some((head, before, rest))
+}
+
+/// The unparsed part of the log is one line longer than `ingest.max_line_bytes`: it is not
+/// read back; parsing resumes after its end, if `new` holds it.
+fn past_long_line(
+    checkpoint: &CheckpointRow,
+    mut resume: Resume,
+    received: u64,
+    new: &[u8],
+    masked_new: &[u8],
+    head: &[u8],
+    before: &[u8],
+) -> Plan {
+    let (base, skipped) = match memchr::memchr(b'\n', new) {
+        Some(at) => (received + at as u64 + 1, 1),
+        None => (received + new.len() as u64, 0),
+    };
+    let cut = (base - received) as usize;
+    if skipped == 1 {
+        tracing::warn!(path = %checkpoint.path, "skipping a pushed line longer than ingest.max_line_bytes");
+        resume.offset = base;
+        resume.line_no += 1;
+    }
+    let log = |new: &[u8]| {
+        let mut before = [before, &new[..cut]].concat();
+        let keep = before.len().saturating_sub(FINGERPRINT_BYTES as usize);
+        before.drain(..keep);
+        ReceivedLog {
+            base,
+            bytes: new[cut..].to_vec(),
+            head: head.to_vec(),
+            before,
+        }
+    };
+    Plan {
+        log: log(new),
+        view: log(masked_new),
+        resume,
+        chunk: Some((received, masked_new.to_vec())),
+        skipped_lines: skipped,
     }
 }
 
@@ -820,6 +903,7 @@ impl LogParser {
         let log = LogName {
             harness,
             path: path.to_owned(),
+            session: None,
         };
         let file = describe("parser", &log, &bytes[..bytes.len().min(files::HEAD_BYTES)])?;
         let resume = Resume::from_scratch(&file, false, None);
@@ -845,7 +929,18 @@ fn describe(source: &str, log: &LogName, head: &[u8]) -> Result<LogFile, AppendE
         )));
     }
     let path = Path::new(&log.path);
-    let identity = files::Identity::of(log.harness, path, || head);
+    let identity =
+        files::Identity::of(log.harness, path, || head).map(|identity| match &log.session {
+            Some(hint) if *hint != identity.native_id => {
+                let under = files::Identity::under(&identity.native_id, path);
+                if *hint == under.native_id {
+                    under
+                } else {
+                    identity
+                }
+            }
+            _ => identity,
+        });
     files::describe_log(path, log.harness, source, Origin::Push, 0, identity)
         .map_err(|e| AppendError::Invalid(e.to_string()))
 }

@@ -32,13 +32,19 @@ pub(crate) enum Failure {
     Log(anyhow::Error),
     /// The server answered busy, and the caller chose to give way rather than retry.
     GaveWay,
+    /// The request outlasted the server's time limit (or this client's): a smaller one may
+    /// not.
+    Slow,
+    /// The server refused the token (401, 403): nothing can be pushed with it.
+    Refused(anyhow::Error),
 }
 
 impl Failure {
     pub(crate) fn into_error(self) -> anyhow::Error {
         match self {
-            Self::Fatal(error) | Self::Log(error) => error,
+            Self::Fatal(error) | Self::Log(error) | Self::Refused(error) => error,
             Self::GaveWay => anyhow!("the server was busy"),
+            Self::Slow => anyhow!("the server did not answer in time"),
         }
     }
 }
@@ -101,7 +107,7 @@ impl Client {
         let body = Bytes::from(body.to_string());
         let url = format!("{}/ingest/v1/status", self.base);
         let answer = self
-            .send(&url, "application/json", None, body, None)
+            .send(&url, "application/json", None, body, None, false)
             .await?;
         let files = serde_json::from_slice::<serde_json::Value>(&answer)
             .ok()
@@ -119,6 +125,7 @@ impl Client {
         &self,
         appends: &[Append<'_>],
         give_way: &(dyn Fn() -> bool + Sync),
+        may_shrink: bool,
     ) -> Result<(Vec<Outcome>, u64), Failure> {
         let mut url = format!("{}/ingest/v1/batch", self.base);
         if let Some(source) = &self.source {
@@ -141,6 +148,7 @@ impl Client {
                 Some("zstd"),
                 Bytes::from(compressed),
                 Some(give_way),
+                may_shrink,
             )
             .await?;
         let logs: Vec<Outcome> = serde_json::from_slice::<serde_json::Value>(&answer)
@@ -154,7 +162,8 @@ impl Client {
     }
 
     /// POSTs `body` until it gets a final answer: the body of a 2xx, or the refusal; or, at a
-    /// busy answer, until `give_way` says to stop.
+    /// busy answer, until `give_way` says to stop; or, when `may_shrink`, at an answer saying
+    /// the request took too long ([`Failure::Slow`]).
     async fn send(
         &self,
         url: &str,
@@ -162,11 +171,25 @@ impl Client {
         encoding: Option<&str>,
         body: Bytes,
         give_way: Option<&(dyn Fn() -> bool + Sync)>,
+        may_shrink: bool,
     ) -> Result<Bytes, Failure> {
-        let give_up = Instant::now() + self.retry_for;
+        // A duration too long to add to now is "for ever" (`push --watch`).
+        let give_up = Instant::now().checked_add(self.retry_for);
         let mut pause = FIRST_PAUSE;
         loop {
             let outcome = self.post(url, content_type, encoding, body.clone()).await;
+            let slow = match &outcome {
+                Ok((status, _, answer)) => {
+                    matches!(status, 503 | 504) && code_of(answer).as_deref() == Some("timeout")
+                }
+                Err(error) => error.to_string().contains(NO_ANSWER),
+            };
+            if slow && may_shrink {
+                tracing::info!(
+                    "the request took longer than the server's time limit; sending less at once"
+                );
+                return Err(Failure::Slow);
+            }
             let wait = match outcome {
                 Ok((status, _, answer)) if (200..300).contains(&status) => return Ok(answer),
                 Ok((status, retry_after, _)) if matches!(status, 429 | 502 | 503 | 504) => {
@@ -184,7 +207,7 @@ impl Client {
                         message: message_of(&answer),
                     };
                     return Err(if matches!(status, 401 | 403) {
-                        Failure::Fatal(refused.into())
+                        Failure::Refused(refused.into())
                     } else {
                         Failure::Log(refused.into())
                     });
@@ -194,7 +217,7 @@ impl Client {
                     pause
                 }
             };
-            if Instant::now() + wait > give_up {
+            if give_up.is_some_and(|give_up| Instant::now() + wait > give_up) {
                 return Err(Failure::Fatal(anyhow!(
                     "the server at {} did not accept the request within {} s",
                     self.base,
@@ -224,7 +247,7 @@ impl Client {
         let request = request.body(Full::new(body)).context("bad request")?;
         let response = tokio::time::timeout(REQUEST_TIMEOUT, self.http.request(request))
             .await
-            .context("no answer in time")??;
+            .context(NO_ANSWER)??;
         let status = response.status().as_u16();
         let retry_after = response
             .headers()
@@ -238,6 +261,16 @@ impl Client {
             .to_bytes();
         Ok((status, retry_after, body))
     }
+}
+
+/// What a request that got no answer head in [`REQUEST_TIMEOUT`] fails with.
+const NO_ANSWER: &str = "no answer in time";
+
+/// The `error` code of a JSON error body.
+fn code_of(body: &[u8]) -> Option<String> {
+    serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| v["error"].as_str().map(str::to_owned))
 }
 
 /// The `message` of a JSON error body, or the body's start.

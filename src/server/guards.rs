@@ -15,6 +15,7 @@ use http_body_util::BodyExt as _;
 use serde_json::json;
 use tokio::sync::Semaphore;
 
+use super::http_error::HttpError;
 use crate::metrics::Metrics;
 
 /// A refused body is read on (and thrown away) up to this many bytes while and after the 413 is
@@ -35,13 +36,13 @@ pub(crate) struct IngestSlots {
 /// more than its share of the server, and never ClickHouse query slots searches need.
 pub(crate) async fn limit_ingest(
     State(ingest): State<IngestSlots>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Response {
     if !request.uri().path().starts_with(INGEST_PREFIX) {
         return next.run(request).await;
     }
-    let Ok(_slot) = ingest.slots.try_acquire_owned() else {
+    let Ok(slot) = ingest.slots.try_acquire_owned() else {
         ingest.metrics.observe_ingest("busy");
         return (
             StatusCode::TOO_MANY_REQUESTS,
@@ -53,11 +54,65 @@ pub(crate) async fn limit_ingest(
         )
             .into_response();
     };
-    next.run(request).await
+    // The handler takes the slot with the work it hands to a task of its own: work that
+    // outlives its request (past the time limit) keeps its slot until it ends.
+    let slot = IngestSlot(Arc::new(std::sync::Mutex::new(Some(slot))));
+    request.extensions_mut().insert(slot.clone());
+    let response = next.run(request).await;
+    drop(slot);
+    response
+}
+
+/// The ingest slot a request holds; the work it starts takes it over.
+#[derive(Clone)]
+pub(crate) struct IngestSlot(Arc<std::sync::Mutex<Option<tokio::sync::OwnedSemaphorePermit>>>);
+
+impl IngestSlot {
+    /// The slot, for the work to hold until it ends.
+    pub(crate) fn take(&self) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        self.0.lock().expect("ingest slot").take()
+    }
 }
 
 /// Paths of the ingest API.
 pub(crate) const INGEST_PREFIX: &str = "/ingest/";
+
+/// How long a request may take to be answered, its body's upload included.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TimeLimits {
+    /// The MCP endpoint, `/healthz` and `/metrics`.
+    pub(crate) requests: Duration,
+    /// The ingest API: its uploads are megabytes, and a request whose deadline passes goes
+    /// on to write what it decided (see the handlers), so the limit only frees the client.
+    pub(crate) ingest: Duration,
+}
+
+/// Answers `503` (with `Retry-After`) when a request outlasts its time limit.
+pub(crate) async fn time_limit(
+    State(limits): State<TimeLimits>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let limit = if request.uri().path().starts_with(INGEST_PREFIX) {
+        limits.ingest
+    } else {
+        limits.requests
+    };
+    match tokio::time::timeout(limit, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => HttpError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "timeout",
+            format!(
+                "the request was not answered within {} s; retry (the ingest API finishes \
+                 what it began: a resent range is then recognised)",
+                limit.as_secs()
+            ),
+        )
+        .with_header(header::RETRY_AFTER, "1")
+        .into_response(),
+    }
+}
 
 /// RFC 9112 §3.2: an HTTP/1.1 request needs exactly one `Host` field line.
 pub(crate) async fn require_one_host(request: Request, next: Next) -> Response {

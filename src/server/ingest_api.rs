@@ -17,6 +17,8 @@ use axum::routing::post;
 use serde::Deserialize;
 use serde_json::json;
 
+use super::guards::IngestSlot;
+use super::http_error::HttpError;
 use crate::auth::{self, Caller};
 use crate::db::DbError;
 use crate::ingest::push::batch::{self, Outcome, Refusal as LogRefusal};
@@ -107,43 +109,50 @@ struct AppendParams {
     replace: bool,
     #[serde(default)]
     source: Option<String>,
+    #[serde(default)]
+    session: Option<String>,
 }
 
 async fn append_post(
     State(api): State<IngestApi>,
     Extension(caller): Extension<Caller>,
+    Extension(slot): Extension<IngestSlot>,
     params: Result<Query<AppendParams>, QueryRejection>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let (params, source, bytes) = match accept(&api, &caller, params, &headers, &body).await {
-        Ok(accepted) => accepted,
-        Err(refused) => return refused,
-    };
-    let append = Append {
-        log: LogName {
-            harness: params.harness,
-            path: params.path,
-        },
-        offset: params.offset,
-        replace: params.replace,
-        bytes: &bytes,
-    };
-    match api
-        .push
-        .append_all(&source, &bytes, std::slice::from_ref(&append))
-        .await
-    {
-        Ok(mut outcomes) => match outcomes.pop() {
-            Some(Ok(appended)) => {
-                api.record(&source, &appended);
-                axum::Json(appended).into_response()
-            }
-            Some(Err(error)) => refused(&api.metrics, error),
-            None => refused(&api.metrics, AppendError::Internal("no outcome".into())),
-        },
-        Err(error) => refused(&api.metrics, error),
-    }
+    finish_apart(slot, async move {
+        let (params, source, bytes) = match accept(&api, &caller, params, &headers, &body).await {
+            Ok(accepted) => accepted,
+            Err(refused) => return refused,
+        };
+        let append = Append {
+            log: LogName {
+                harness: params.harness,
+                path: params.path,
+                session: params.session,
+            },
+            offset: params.offset,
+            replace: params.replace,
+            bytes: &bytes,
+        };
+        match api
+            .push
+            .append_all(&source, &bytes, std::slice::from_ref(&append))
+            .await
+        {
+            Ok(mut outcomes) => match outcomes.pop() {
+                Some(Ok(appended)) => {
+                    api.record(&source, &appended);
+                    axum::Json(appended).into_response()
+                }
+                Some(Err(error)) => refused(&api.metrics, error),
+                None => refused(&api.metrics, AppendError::Internal("no outcome".into())),
+            },
+            Err(error) => refused(&api.metrics, error),
+        }
+    })
+    .await
 }
 
 #[derive(Debug, Deserialize)]
@@ -158,28 +167,61 @@ struct BatchParams {
 async fn batch_post(
     State(api): State<IngestApi>,
     Extension(caller): Extension<Caller>,
+    Extension(slot): Extension<IngestSlot>,
     params: Result<Query<BatchParams>, QueryRejection>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let (_, source, bytes) = match accept(&api, &caller, params, &headers, &body).await {
-        Ok(accepted) => accepted,
-        Err(refused) => return refused,
-    };
-    let appends = match batch::decode(&bytes) {
-        Ok(appends) => appends,
-        Err(message) => {
-            api.metrics.observe_ingest("invalid");
-            return invalid(&message);
+    finish_apart(slot, async move {
+        let (_, source, bytes) = match accept(&api, &caller, params, &headers, &body).await {
+            Ok(accepted) => accepted,
+            Err(refused) => return refused,
+        };
+        let appends = match batch::decode(&bytes) {
+            Ok(appends) => appends,
+            Err(message) => {
+                api.metrics.observe_ingest("invalid");
+                return invalid(&message);
+            }
+        };
+        match api.push.append_all(&source, &bytes, &appends).await {
+            Ok(outcomes) => {
+                let logs = answer_each(&api, &source, outcomes);
+                tracing::info!(
+                    %source,
+                    logs = logs.len(),
+                    bytes = bytes.len(),
+                    "pushed batch written"
+                );
+                axum::Json(json!({ "source": source, "logs": logs })).into_response()
+            }
+            Err(error) => refused(&api.metrics, error),
         }
-    };
-    match api.push.append_all(&source, &bytes, &appends).await {
-        Ok(outcomes) => {
-            let logs = answer_each(&api, &source, outcomes);
-            axum::Json(json!({ "source": source, "logs": logs })).into_response()
-        }
-        Err(error) => refused(&api.metrics, error),
+    })
+    .await
+}
+
+/// Runs an append on a task of its own, which keeps the request's ingest slot: a request the
+/// time limit ends (its client told to retry) goes on to decide and write what it brought,
+/// so the resend finds it stored, instead of starting over and timing out again.
+async fn finish_apart(
+    slot: IngestSlot,
+    work: impl std::future::Future<Output = Response> + Send + 'static,
+) -> Response {
+    let permit = slot.take();
+    let task = tokio::spawn(async move {
+        let response = work.await;
+        drop(permit);
+        response
+    });
+    match task.await {
+        Ok(response) => response,
+        Err(error) => refused_internal(&error.to_string()),
     }
+}
+
+fn refused_internal(message: &str) -> Response {
+    HttpError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", message).into_response()
 }
 
 /// Each log's outcome, counted in the metrics.

@@ -182,3 +182,126 @@ async fn a_push_after_a_cut_write_repairs_the_index_before_writing() {
     server.stop().await;
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Archive statements a server has run (`ingest_archive` queries in `/metrics`).
+async fn archive_reads(base: &str) -> f64 {
+    let metrics = crate::common::send("GET", &format!("{base}/metrics"), &[], "").await;
+    crate::common::metric_sum(
+        &metrics.body,
+        "moraine_mcp_clickhouse_query_duration_seconds_count",
+        &["query=\"ingest_archive\""],
+    )
+}
+
+/// A request sent again after its answer was lost (its write went through) is recognised by
+/// the checkpoint's fingerprints, without reading the archive; a request continuing many logs
+/// reads what it needs of the archive in one statement, not one per log. (A resend that read
+/// the archive once per log could outlast the request's time limit again and again.)
+#[tokio::test]
+async fn a_resend_is_answered_from_the_checkpoint_and_a_request_reads_the_archive_once() {
+    let dir = scratch("resend");
+    write_sessions(&dir, 0x5e5d, 40, 3, "resendword");
+    let (settings, db) = fresh_db().await;
+    let server = crate::common::TestServer::start(settings, db.clone()).await;
+    let logs = moraine_mcp::ingest::files::from_paths(std::slice::from_ref(&dir), None, None).0;
+    // One log sent, then the same request again.
+    let log = &logs[0];
+    let bytes = std::fs::read(&log.path).unwrap();
+    let url = format!(
+        "{}/ingest/v1/append?harness=claude-code&path={}&offset=0",
+        server.base,
+        log.path.display()
+    );
+    let text = String::from_utf8(bytes.clone()).unwrap();
+    let first = crate::common::send("POST", &url, &[], &text).await;
+    assert_eq!(first.status, 200, "{}", first.body);
+    let before = archive_reads(&server.base).await;
+    let again = crate::common::send("POST", &url, &[], &text).await;
+    assert_eq!(again.status, 200, "{}", again.body);
+    assert_eq!(again.json()["duplicate"], true);
+    assert_eq!(
+        archive_reads(&server.base).await,
+        before,
+        "the resend read the archive"
+    );
+    // The same bytes but one changed: refused as other bytes.
+    let changed = text.replacen("resendword", "resendWORD", 1);
+    let refused = crate::common::send("POST", &url, &[], &changed).await;
+    assert_eq!(refused.status, 409, "{}", refused.body);
+    // Every log pushed, then each grows by a line: one request continues all forty.
+    let client =
+        moraine_mcp::push::Client::new(&server.base, None, None, Duration::from_secs(30)).unwrap();
+    moraine_mcp::push::push_logs(&client, &logs, 16 << 20, false)
+        .await
+        .unwrap();
+    for log in &logs {
+        let mut text = std::fs::read_to_string(&log.path).unwrap();
+        text.push_str(&format!(
+            "{}\n",
+            serde_json::json!({"type": "user", "sessionId": "x", "timestamp": "2026-06-01T00:00:00.000Z",
+                "message": {"role": "user", "content": "one more resendword line"}})
+        ));
+        std::fs::write(&log.path, text).unwrap();
+    }
+    let before = archive_reads(&server.base).await;
+    let grown = moraine_mcp::ingest::files::from_paths(std::slice::from_ref(&dir), None, None).0;
+    let pushed = moraine_mcp::push::push_logs(&client, &grown, 16 << 20, false)
+        .await
+        .unwrap();
+    assert_eq!((pushed.sent, pushed.failed), (40, 0));
+    let reads = archive_reads(&server.base).await - before;
+    eprintln!("40 logs continued in one request: {reads} archive statements");
+    assert!(reads <= 2.0, "{reads} archive statements for one request");
+    let stored = snapshot(&db).await;
+    assert_statistics_exact(&stored);
+    let (clean_settings, clean_db) = fresh_db().await;
+    ingest_paths(&clean_settings, &clean_db, &dir).await;
+    stored.assert_same_as(&snapshot(&clean_db).await);
+    server.stop().await;
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Requests longer than the ingest API's time limit: each is answered 503 when its limit
+/// passes, but the server goes on to decide and write what it brought (holding its slot), so
+/// the client's resend finds it stored and the push completes instead of starting over again
+/// and again.
+#[tokio::test]
+async fn requests_past_the_time_limit_finish_and_their_resends_find_them_stored() {
+    let dir = scratch("past-limit");
+    write_sessions(&dir, 0x7113, 150, 20, "limitword");
+    let (mut settings, db) = fresh_db().await;
+    settings.ingest.request_timeout_secs = 1;
+    let server = crate::common::TestServer::start(settings, db.clone()).await;
+    let logs = moraine_mcp::ingest::files::from_paths(std::slice::from_ref(&dir), None, None).0;
+    let client =
+        moraine_mcp::push::Client::new(&server.base, None, None, Duration::from_secs(120)).unwrap();
+    let started = Instant::now();
+    let pushed = moraine_mcp::push::push_logs(&client, &logs, 16 << 20, false)
+        .await
+        .unwrap();
+    eprintln!(
+        "{} logs pushed through a 1 s time limit in {:.1} s",
+        pushed.sent,
+        started.elapsed().as_secs_f64()
+    );
+    assert_eq!((pushed.sent, pushed.failed), (150, 0));
+    let metrics = crate::common::send("GET", &format!("{}/metrics", server.base), &[], "").await;
+    let timed_out = crate::common::metric_sum(
+        &metrics.body,
+        "moraine_mcp_http_requests_total",
+        &["status=\"503\""],
+    );
+    eprintln!(
+        "{timed_out} requests answered 503 at the limit; the client sent smaller requests {} times",
+        pushed.shrunk
+    );
+    // A request the server could not answer in time is sent again smaller.
+    assert!(timed_out == 0.0 || pushed.shrunk > 0);
+    let stored = snapshot(&db).await;
+    assert_statistics_exact(&stored);
+    let (clean_settings, clean_db) = fresh_db().await;
+    ingest_paths(&clean_settings, &clean_db, &dir).await;
+    stored.assert_same_as(&snapshot(&clean_db).await);
+    server.stop().await;
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -28,6 +28,9 @@ struct PartHead {
     length: u64,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     replace: bool,
+    /// See [`LogName::session`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    session: Option<String>,
 }
 
 /// The body carrying `appends`.
@@ -41,6 +44,7 @@ pub fn encode(appends: &[Append<'_>]) -> Vec<u8> {
                 offset: a.offset,
                 length: a.bytes.len() as u64,
                 replace: a.replace,
+                session: a.log.session.clone(),
             })
             .collect(),
     };
@@ -80,6 +84,7 @@ pub fn decode(body: &[u8]) -> Result<Vec<Append<'_>>, String> {
             log: LogName {
                 harness: part.harness,
                 path: part.path,
+                session: part.session,
             },
             offset: part.offset,
             replace: part.replace,
@@ -123,6 +128,7 @@ mod tests {
             log: LogName {
                 harness: Harness::Codex,
                 path: path.into(),
+                session: None,
             },
             offset,
             replace: offset == 0,
