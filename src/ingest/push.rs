@@ -1049,6 +1049,7 @@ mod tests {
             log: LogName {
                 harness: Harness::ClaudeCode,
                 path: "/x.jsonl".into(),
+                session: None,
             },
             offset: 0,
             replace: false,
