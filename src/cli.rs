@@ -138,6 +138,9 @@ enum Command {
         /// "Removing data" to uninstall).
         #[arg(long, group = "what")]
         everything: bool,
+        /// Do not ask before removing a source's sessions or everything.
+        #[arg(long, short = 'y')]
+        yes: bool,
         #[command(flatten)]
         store: Store,
     },
@@ -299,6 +302,7 @@ async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
             source,
             session,
             everything,
+            yes,
             ..
         } => {
             use crate::forget::Forget;
@@ -311,6 +315,12 @@ async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
             let db = app::connect(&config).await?;
             if what != Forget::Everything {
                 migrate::migrate(&config.clickhouse, &db).await?;
+            }
+            let removes_many = matches!(&what, Forget::Everything)
+                || matches!(&what, Forget::Source(s) if s != crate::demo::SOURCE);
+            if removes_many && !yes && !confirm(&config, &db, &what).await? {
+                eprintln!("nothing removed");
+                return Ok(ExitCode::from(1));
             }
             let done = crate::forget::run(&config, &db, &what).await;
             db.release_writes().await;
@@ -397,6 +407,47 @@ async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
 }
 
 /// GETs the health endpoint; healthy only on 200.
+/// Asks before removing many sessions, saying how many: on a terminal the user types the
+/// database (or source) name; without one (a script), the command needs `--yes`.
+async fn confirm(
+    config: &Config,
+    db: &crate::db::Db,
+    what: &crate::forget::Forget,
+) -> anyhow::Result<bool> {
+    use std::io::{BufRead as _, IsTerminal as _, Write as _};
+    let (stored, name, noun) = match what {
+        crate::forget::Forget::Everything => (
+            crate::forget::count(db, None).await.ok(),
+            config.clickhouse.database.clone(),
+            "database",
+        ),
+        crate::forget::Forget::Source(source) => (
+            crate::forget::count(db, Some(source)).await.ok(),
+            source.clone(),
+            "source",
+        ),
+        crate::forget::Forget::Session(_) => return Ok(true),
+    };
+    let holding = stored.map_or_else(String::new, |(sessions, events)| {
+        format!(" ({sessions} sessions, {events} events)")
+    });
+    if !std::io::stdin().is_terminal() {
+        eprintln!(
+            "error: this removes every session of the {noun} {name:?}{holding}, which may be \
+             the only copy of logs laptops have since pruned; run it again with --yes to go on"
+        );
+        return Ok(false);
+    }
+    eprint!(
+        "This removes every session of the {noun} {name:?}{holding}, which may be the only \
+         copy of logs laptops have since pruned. Type {name:?} to go on: "
+    );
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer)?;
+    Ok(answer.trim() == name)
+}
+
 /// `ingest`'s exit code when some files found could not be used (each is listed).
 const PARTLY_INGESTED: u8 = 2;
 

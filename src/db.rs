@@ -92,6 +92,15 @@ impl DbError {
     }
 }
 
+impl DbError {
+    /// ClickHouse answered that the database or a table does not exist: the store has no
+    /// schema (a dropped database, one never migrated).
+    pub fn schema_missing(&self) -> bool {
+        matches!(self, Self::Server(message) | Self::Statement(message)
+            if matches!(server_code(message), Some(60 | 81)))
+    }
+}
+
 /// The exception code in a ClickHouse error text (`Code: 60. DB::Exception: …`).
 fn server_code(message: &str) -> Option<u32> {
     let at = message.find("Code: ")?;

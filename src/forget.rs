@@ -46,6 +46,20 @@ pub enum ForgetError {
     Dismiss(std::io::Error),
 }
 
+/// How many sessions and events the store holds (of `source`, when given).
+pub async fn count(db: &Db, source: Option<&str>) -> Result<(u64, u64), DbError> {
+    let counted: Option<(u64, u64)> = db
+        .read(
+            "forget_count",
+            "SELECT count(), sum(event_count) FROM sessions FINAL \
+             WHERE {source:String} = '' OR source = {source:String}",
+        )
+        .param("source", source.unwrap_or(""))
+        .fetch_optional(db, db.default_deadline())
+        .await?;
+    Ok(counted.unwrap_or_default())
+}
+
 /// Removes `what` from the store behind `db`. Removing the demo also keeps `up` from loading
 /// it again.
 pub async fn run(config: &Config, db: &Db, what: &Forget) -> Result<Forgotten, ForgetError> {

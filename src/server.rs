@@ -110,7 +110,10 @@ pub(crate) fn router(
         .merge(mcp)
         .with_state(state)
         .merge(ingest)
-        .fallback(not_found)
+        .fallback({
+            let mcp_path: Arc<str> = Arc::from(server.mcp_path.as_str());
+            move |uri: axum::http::Uri| not_found(mcp_path.clone(), uri)
+        })
         // `guards::limit_body` bounds every body by the configured limits; axum's own 2 MiB
         // default for extracted bodies would refuse ingest requests well within them.
         .layer(DefaultBodyLimit::disable())
@@ -230,6 +233,16 @@ async fn healthz_get(State(state): State<AppState>) -> Response {
                 "schema version {version}, expected {expected}: run `moraine-mcp migrate`"
             )),
         ),
+        Ok(Err(error)) if error.schema_missing() => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "up",
+            None,
+            Some(
+                "the store has no schema (its database was dropped, or never migrated): run \
+                 `moraine-mcp migrate`; this server serves again once it exists"
+                    .to_owned(),
+            ),
+        ),
         Ok(Err(DbError::Server(message))) => (
             StatusCode::SERVICE_UNAVAILABLE,
             "up",
@@ -308,12 +321,30 @@ fn without_token_names(mut text: String, names: &[String]) -> String {
     text
 }
 
-async fn not_found() -> Response {
-    (
+/// A path the server does not serve, answered with the paths it does: the usual mistakes are
+/// an agent given the base URL (or `/mcp/`), and `push` given the MCP endpoint's URL.
+async fn not_found(mcp_path: Arc<str>, uri: axum::http::Uri) -> Response {
+    let path = uri.path();
+    let hint = if path.trim_end_matches('/') == mcp_path.trim_end_matches('/') || path == "/" {
+        format!("agents connect to {mcp_path} (exactly, without a trailing slash)")
+    } else if path.starts_with(&*mcp_path) && path.contains("ingest") {
+        "push takes the server's base URL (https://host), not the MCP endpoint's".to_owned()
+    } else if path.starts_with("/ingest") {
+        "the ingest API is POST /ingest/v1/status, /ingest/v1/append and /ingest/v1/batch; \
+         push takes the server's base URL"
+            .to_owned()
+    } else {
+        format!(
+            "this server serves MCP at {mcp_path}, the ingest API under /ingest/v1/, \
+             /healthz and /metrics"
+        )
+    };
+    http_error::HttpError::new(
         StatusCode::NOT_FOUND,
-        axum::Json(json!({ "error": "not_found" })),
+        "not_found",
+        format!("no such path: {path}; {hint}"),
     )
-        .into_response()
+    .into_response()
 }
 
 /// Cancels `token` on SIGTERM or SIGINT. Both handlers are installed before this returns, so a

@@ -1132,3 +1132,60 @@ fn each_commands_help_lists_only_the_options_that_apply_to_it() {
         }
     }
 }
+
+#[tokio::test]
+async fn forget_asks_before_dropping_and_a_server_whose_schema_is_gone_says_so_and_recovers() {
+    let (settings, db) = fresh_db().await;
+    common::ingest_paths(&settings, &db, &common::fixtures()).await;
+    let server = TestServer::start(settings.clone(), db.clone()).await;
+    let home = std::env::temp_dir().join(format!("moraine-forget-home-{}", std::process::id()));
+    std::fs::create_dir_all(&home).unwrap();
+    let forget = |extra: &[&str]| {
+        Command::new(BIN)
+            .args(["forget", "--everything"])
+            .args(extra)
+            .env("HOME", &home)
+            .env("MORAINE_MCP_CLICKHOUSE__URL", &settings.clickhouse.url)
+            .env(
+                "MORAINE_MCP_CLICKHOUSE__DATABASE",
+                &settings.clickhouse.database,
+            )
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    // Without a terminal to ask on, and without --yes: nothing is dropped.
+    let refused = forget(&[]);
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("--yes") && said.contains("sessions"),
+        "{said}"
+    );
+    let mut client = Mcp::legacy(&server.mcp_url, None).await;
+    let found = client.ok("search_sessions", json!({"query": "test"})).await;
+    assert!(found["data"]["result_count"].as_u64().unwrap() > 0);
+    // With --yes the database goes; the running server says why it cannot serve.
+    let dropped = forget(&["--yes"]);
+    assert!(
+        dropped.status.success(),
+        "{}",
+        String::from_utf8_lossy(&dropped.stderr)
+    );
+    let health = send("GET", &format!("{}/healthz", server.base), &[], "").await;
+    assert_eq!(health.status, 503);
+    let reason = health.json()["reason"].as_str().unwrap().to_owned();
+    assert!(reason.contains("migrate"), "{reason}");
+    let (code, envelope) = client
+        .err("search_sessions", json!({"query": "test"}))
+        .await;
+    assert_eq!(code, "backend_failure");
+    let message = envelope["error"]["message"].as_str().unwrap();
+    assert!(message.contains("moraine-mcp migrate"), "{message}");
+    // Once the schema is back, it serves again by itself.
+    migrate::migrate(&settings.clickhouse, &db).await.unwrap();
+    let health = send("GET", &format!("{}/healthz", server.base), &[], "").await;
+    assert_eq!(health.status, 200, "{}", health.body);
+    client.ok("search_sessions", json!({"query": "test"})).await;
+    server.stop().await;
+}

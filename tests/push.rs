@@ -1473,3 +1473,31 @@ async fn a_refused_token_stops_one_push_saying_how_far_it_got_and_slows_a_watch_
     assert!(said.contains("trying again in 1 min"), "{said}");
     server.stop().await;
 }
+
+#[tokio::test]
+async fn a_wrong_path_says_which_is_meant_and_push_takes_the_mcp_url_as_the_base() {
+    let (settings, db) = fresh_db().await;
+    let server = TestServer::start(team(settings), db.clone()).await;
+    for (method, path, meant) in [
+        ("POST", "/mcp/", "/mcp"),
+        ("POST", "/", "/mcp"),
+        ("POST", "/mcp/ingest/v1/batch", "base URL"),
+        ("GET", "/ingest/v2/status", "/ingest/v1/status"),
+        ("GET", "/nowhere", "/healthz"),
+    ] {
+        let reply = send(method, &format!("{}{path}", server.base), &[], "").await;
+        assert_eq!(reply.status, 404, "{path}");
+        assert_eq!(reply.json()["error"], "not_found");
+        let message = reply.json()["message"].as_str().unwrap().to_owned();
+        assert!(message.contains(meant), "{path}: {message}");
+    }
+    // push given the URL agents use: it pushes to the server's base.
+    let dir = scratch("mcp-url");
+    write_sessions(&dir, 0x3c1, 2, 1, "mcpurlword");
+    let alice = Client::new(&server.mcp_url, Some(ALICE), None, Duration::from_secs(10)).unwrap();
+    let pushed = push::push_logs(&alice, &logs_under(&dir), 1 << 20, false)
+        .await
+        .unwrap();
+    assert_eq!((pushed.sent, pushed.failed), (2, 0));
+    server.stop().await;
+}

@@ -74,11 +74,19 @@ impl Client {
         source: Option<&str>,
         retry_for: Duration,
     ) -> anyhow::Result<Self> {
-        let base = server.trim_end_matches('/').to_owned();
+        let mut base = server.trim_end_matches('/').to_owned();
         anyhow::ensure!(
             base.starts_with("http://") || base.starts_with("https://"),
             "--server must be an http:// or https:// URL, not {server:?}"
         );
+        // The URL agents are given (the MCP endpoint) is a common mistake here: push takes the
+        // server's base URL, and is told so.
+        if let Some(stripped) = base.strip_suffix("/mcp") {
+            eprintln!(
+                "note: --server is the server's base URL, not its MCP endpoint: using {stripped}"
+            );
+            base = stripped.to_owned();
+        }
         let mut connector = HttpConnector::new();
         connector.set_connect_timeout(Some(CONNECT_TIMEOUT));
         connector.set_nodelay(true);

@@ -127,6 +127,9 @@ pub(crate) enum ToolError {
     Busy,
     #[error("the session store is unavailable: {0}")]
     Backend(String),
+    /// The store answers but holds no schema (its database was dropped, or never migrated).
+    #[error("the session store has no schema")]
+    SchemaMissing,
     #[error("the query hit a storage resource limit")]
     ResourceExhausted,
     #[error("internal error: {0}")]
@@ -149,7 +152,7 @@ impl ToolError {
             Self::UnsupportedEventType { .. } => ErrorCode::UnsupportedEventType,
             Self::Deadline => ErrorCode::DeadlineExceeded,
             Self::Busy => ErrorCode::Busy,
-            Self::Backend(_) => ErrorCode::BackendFailure,
+            Self::Backend(_) | Self::SchemaMissing => ErrorCode::BackendFailure,
             Self::ResourceExhausted => ErrorCode::ResourceExhausted,
             Self::Internal(_) => ErrorCode::InternalError,
         }
@@ -183,6 +186,9 @@ impl ToolError {
             }
             // Details stay in the logs: no SQL or internals reach the client.
             Self::Backend(_) => "the session store is unavailable; retry shortly".into(),
+            Self::SchemaMissing => "the session store has no schema (its database was dropped, \
+                                    or never migrated): an operator runs `moraine-mcp migrate`"
+                .into(),
             Self::Internal(_) => "internal error; the server log has the details".into(),
             Self::Deadline => format!("the request ran past its {deadline_ms} ms deadline"),
             _ => self.to_string(),
@@ -204,6 +210,7 @@ impl From<DbError> for ToolError {
         match error {
             DbError::Busy => Self::Busy,
             DbError::Deadline => Self::Deadline,
+            error if error.schema_missing() => Self::SchemaMissing,
             DbError::Unavailable(detail) | DbError::Server(detail) => Self::Backend(detail),
             DbError::ResourceExhausted(_) => Self::ResourceExhausted,
             // Tools only read; a migration is a backend that is not ready.
