@@ -65,6 +65,7 @@ impl Summary {
         c.sessions += o.sessions;
         c.redactions += o.redactions;
         c.bytes += o.bytes;
+        c.future_events += o.future_events;
         self.files += other.files;
         self.logs += other.logs;
         self.elapsed += other.elapsed;
@@ -129,6 +130,14 @@ impl std::fmt::Display for Summary {
             self.elapsed.as_secs_f64(),
             self.events_per_second(),
         )?;
+        if c.future_events > 0 {
+            write!(
+                f,
+                "; {} events dated in the future, shown at the time they were read \
+                 (is the clock of the machine that wrote them right?)",
+                c.future_events
+            )?;
+        }
         if self.rebuilt > 0 {
             write!(
                 f,
@@ -157,6 +166,7 @@ pub(crate) fn read_settings(config: &Config) -> ReadSettings {
         build: session::BuildSettings {
             preview_chars: config.tools.preview_chars,
             max_indexed_bytes: config.ingest.max_indexed_bytes,
+            not_after: crate::text::now_ms() + session::FUTURE_TOLERANCE_MS,
         },
         max_line_bytes: config.ingest.max_line_bytes,
         archive: config.ingest.archive_local,

@@ -80,6 +80,7 @@ struct Inner {
     ingest_bytes: IntCounterVec,
     ingest_events: IntCounterVec,
     ingest_last_push: GaugeVec,
+    future_events: IntCounterVec,
     local_files: IntCounterVec,
     local_lines: IntCounterVec,
     local_events: prometheus::IntCounter,
@@ -215,6 +216,11 @@ impl Metrics {
                 &["source"],
             )
             .expect("valid gauge"),
+        );
+        let future_events = counter(
+            "ingest_future_events_total",
+            "Events dated more than 10 minutes after the reading machine's clock, shown at the time they were read, by source",
+            &["source"],
         );
         let local_files = counter(
             "ingest_local_files_total",
@@ -352,6 +358,7 @@ impl Metrics {
                 ingest_bytes,
                 ingest_events,
                 ingest_last_push,
+                future_events,
                 local_files,
                 local_lines,
                 local_events,
@@ -442,6 +449,7 @@ impl Metrics {
             .with_label_values(&["malformed"])
             .inc_by(c.malformed);
         inner.local_events.inc_by(c.events);
+        self.future_events("local", c.future_events);
         inner
             .local_pending
             .set(i64::try_from(summary.pending_bytes).unwrap_or(i64::MAX));
@@ -610,6 +618,16 @@ impl Metrics {
             .ingest_last_push
             .with_label_values(&[source])
             .set(at_seconds);
+    }
+
+    /// Events from `source` dated past the reading machine's clock (a wrong clock there).
+    pub fn future_events(&self, source: &str, events: u64) {
+        if events > 0 {
+            self.inner
+                .future_events
+                .with_label_values(&[source])
+                .inc_by(events);
+        }
     }
 
     /// The last push of `source` as stored (at start-up), unless a newer one was seen.

@@ -103,6 +103,8 @@ pub struct PushSummary {
     pub shrunk: usize,
     /// Bytes still to send when the push stopped early.
     pub left: u64,
+    /// Events the server found dated later than its clock: this machine's clock is ahead.
+    pub future_events: u64,
     pub elapsed: Duration,
 }
 
@@ -112,6 +114,7 @@ impl PushSummary {
         self.sessions += appended.sessions;
         self.malformed += appended.malformed;
         self.redactions += appended.redactions;
+        self.future_events += appended.future_events;
     }
 }
 
@@ -136,7 +139,15 @@ impl std::fmt::Display for PushSummary {
             self.redactions,
             seconds,
             self.events as f64 / seconds,
-        )
+        )?;
+        if self.future_events > 0 {
+            write!(
+                f,
+                "; {} events dated after the server's clock (this machine's clock is ahead?)",
+                self.future_events
+            )?;
+        }
+        Ok(())
     }
 }
 

@@ -91,6 +91,7 @@ fn normalise(file: &LogFile) -> Normalised {
         build: BuildSettings {
             preview_chars: config.tools.preview_chars,
             max_indexed_bytes: config.ingest.max_indexed_bytes,
+            not_after: 0,
         },
         max_line_bytes: config.ingest.max_line_bytes,
         archive: false,

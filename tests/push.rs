@@ -1501,3 +1501,58 @@ async fn a_wrong_path_says_which_is_meant_and_push_takes_the_mcp_url_as_the_base
     assert_eq!((pushed.sent, pushed.failed), (2, 0));
     server.stop().await;
 }
+
+#[tokio::test]
+async fn events_from_a_laptop_whose_clock_is_ahead_are_shown_at_the_time_they_arrived() {
+    let dir = scratch("clock-ahead");
+    write_sessions(&dir, 0x51, 1, 3, "skewed");
+    // The laptop's clock is five years ahead: every event is dated in the future.
+    for log in logs_under(&dir) {
+        let text = std::fs::read_to_string(&log.path).unwrap();
+        std::fs::write(&log.path, text.replace("2026-05-", "2031-05-")).unwrap();
+    }
+    let (settings, db) = fresh_db().await;
+    let server = TestServer::start(team(settings), db.clone()).await;
+    let before = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let summary = push::push_logs(&client(&server, ALICE), &logs_under(&dir), 4096, false)
+        .await
+        .unwrap();
+    assert_eq!(summary.future_events, summary.events);
+    assert_eq!(summary.events, 12);
+    assert!(
+        summary
+            .to_string()
+            .contains("12 events dated after the server's clock"),
+        "{summary}"
+    );
+    // Shown no later than the server's clock allows, so the session does not stay on top of
+    // "newest first" for five years; event IDs still carry the logged time.
+    let (latest_event, updated_at): (i64, i64) = db
+        .read(
+            "t",
+            "SELECT assumeNotNull((SELECT toUnixTimestamp64Milli(max(ts)) FROM events)), \
+             assumeNotNull((SELECT toUnixTimestamp64Milli(max(updated_at)) FROM sessions FINAL))",
+        )
+        .fetch_optional(&db, db.default_deadline())
+        .await
+        .unwrap()
+        .unwrap();
+    let ceiling = before + 3_600_000;
+    for shown in [latest_event, updated_at] {
+        assert!(
+            shown >= before && shown <= ceiling,
+            "{shown} not near {before}"
+        );
+    }
+    let metrics = send("GET", &format!("{}/metrics", server.base), &[], "").await;
+    let future = common::metric_sum(
+        &metrics.body,
+        "moraine_mcp_ingest_future_events_total",
+        &["source=\"alice\""],
+    );
+    assert_eq!(future, 12.0, "{}", metrics.body);
+    server.stop().await;
+}

@@ -77,6 +77,14 @@ pub struct Appended {
     pub malformed: u64,
     pub redactions: u64,
     pub sessions: u64,
+    /// Events dated later than the server's clock allows: shown at the time they were
+    /// received (the laptop's clock is probably wrong).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub future_events: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Why an append was refused.
@@ -623,6 +631,7 @@ impl PushIngest {
                     malformed: counters.malformed,
                     redactions: counters.redactions,
                     sessions: counters.sessions,
+                    future_events: counters.future_events,
                 });
                 merge(&mut batch, log_batch);
             }

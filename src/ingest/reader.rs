@@ -161,6 +161,9 @@ pub struct Counters {
     pub sessions: u64,
     pub redactions: u64,
     pub bytes: u64,
+    /// Events dated later than the reading machine's clock allows (see
+    /// [`BuildSettings::not_after`]).
+    pub future_events: u64,
 }
 
 /// A log's bytes, wherever they are.
@@ -692,6 +695,15 @@ impl<'a> Reader<'a> {
             return Ok(());
         }
         self.cut(&mut cursor, log)?;
+        self.counters.future_events += cursor.builder.future_events;
+        if cursor.builder.future_events > 0 {
+            tracing::warn!(
+                file = %file.path.display(),
+                source = %file.source,
+                events = cursor.builder.future_events,
+                "events dated in the future: shown at the time they were read (a wrong clock?)"
+            );
+        }
         if cursor.builder.state.events > events_before {
             self.counters.sessions += 1;
         }

@@ -29,7 +29,15 @@ pub const TITLE_CHARS: usize = 120;
 pub struct BuildSettings {
     pub preview_chars: usize,
     pub max_indexed_bytes: usize,
+    /// Times later than this (ms since the epoch; 0: none) are a wrong clock on the machine
+    /// that wrote the log: shown and sorted as this, so such a session does not stay on top of
+    /// "newest first" for ever. Event IDs keep the logged time.
+    pub not_after: i64,
 }
+
+/// How far ahead of the reading machine's clock a logged time may be before it counts as a
+/// wrong clock (clocks a few minutes apart are common).
+pub const FUTURE_TOLERANCE_MS: i64 = 10 * 60 * 1000;
 
 /// Everything known about a session so far.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -104,6 +112,8 @@ pub struct SessionBuilder {
     pub session_key: u64,
     pub state: SessionState,
     settings: BuildSettings,
+    /// Events read whose time was past [`BuildSettings::not_after`].
+    pub future_events: u64,
 }
 
 impl SessionBuilder {
@@ -112,6 +122,7 @@ impl SessionBuilder {
             session_key,
             state,
             settings,
+            future_events: 0,
         }
     }
 
@@ -163,7 +174,13 @@ impl SessionBuilder {
         let sequence = state.events % SEQUENCE_SPAN + 1;
         let key = ((ts as u64 & TIME_MASK) << SEQUENCE_BITS) | sequence;
         state.events += 1;
-        (key, if ts == 0 { state.fallback_ts } else { ts })
+        let shown = if ts == 0 { state.fallback_ts } else { ts };
+        let bound = self.settings.not_after;
+        if bound > 0 && shown > bound {
+            self.future_events += 1;
+            return (key, bound);
+        }
+        (key, shown)
     }
 
     /// Starts a new turn when the draft begins one; returns the row of the turn it closes.
@@ -510,6 +527,7 @@ mod tests {
         BuildSettings {
             preview_chars: 200,
             max_indexed_bytes: 1 << 20,
+            not_after: 0,
         }
     }
 

@@ -245,6 +245,14 @@ fn answer_each(api: &IngestApi, source: &str, outcomes: Outcomes) -> Vec<Outcome
 impl IngestApi {
     /// Counts an append (and its bytes and events, when it wrote something).
     fn record(&self, source: &str, appended: &Appended) {
+        if appended.future_events > 0 {
+            tracing::warn!(
+                %source,
+                events = appended.future_events,
+                "pushed events dated in the future: shown at the time they were received (is the laptop's clock right?)"
+            );
+            self.metrics.future_events(source, appended.future_events);
+        }
         if appended.duplicate {
             self.metrics.observe_ingest("duplicate");
             return;
