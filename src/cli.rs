@@ -460,7 +460,14 @@ fn report_copies(problems: &[files::DiscoverError]) {
 
 async fn healthcheck(config: &Config, url: Option<String>) -> anyhow::Result<ExitCode> {
     let url = url.unwrap_or_else(|| {
-        let addr = config.server.listen;
+        let running = up::Running::find(&config.embedded.data_dir_path());
+        let addr = match running.as_ref().and_then(|up| up.listen.map(|at| (up.pid, at))) {
+            Some((pid, at)) => {
+                eprintln!("checking the running `moraine-mcp up` (pid {pid}) on {at}");
+                at
+            }
+            None => config.server.listen,
+        };
         let ip = if addr.ip().is_unspecified() {
             Ipv4Addr::LOCALHOST.into()
         } else {

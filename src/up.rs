@@ -57,7 +57,7 @@ pub(crate) async fn run(config: Config, no_ingest: bool) -> anyhow::Result<ExitC
     let url = engine.url();
     let stop = CancellationToken::new();
     let supervisor = tokio::spawn(supervise(engine, stop.clone()));
-    if let Err(error) = Running::record(&data_dir, &url) {
+    if let Err(error) = Running::record(&data_dir, &url, config.server.listen) {
         tracing::warn!(%error, "cannot record this `up` in its data directory; commands run beside it need --clickhouse-url");
     }
     let result = serve(config, &url, &data_dir, no_ingest, shutdown).await;

@@ -1,7 +1,9 @@
 //! The record a running `up` keeps in its data directory (`up.json`): which process it is and
-//! where its engine listens, so that a second `up` says plainly what is wrong and the commands
-//! run beside it (`ingest`, `migrate`, `reindex`, `serve --stdio`) find its engine by themselves.
+//! where its engine and server listen, so that a second `up` says plainly what is wrong and the
+//! commands run beside it (`ingest`, `migrate`, `reindex`, `serve --stdio`, `healthcheck`) find
+//! it by themselves.
 
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -12,6 +14,9 @@ pub(crate) struct Running {
     pub pid: u32,
     /// The embedded ClickHouse's HTTP URL.
     pub engine_url: String,
+    /// Where its MCP server listens (absent in records of older versions).
+    #[serde(default)]
+    pub listen: Option<SocketAddr>,
 }
 
 impl Running {
@@ -28,10 +33,15 @@ impl Running {
     }
 
     /// Records this process as the running `up` of `data_dir`.
-    pub(crate) fn record(data_dir: &Path, engine_url: &str) -> std::io::Result<Self> {
+    pub(crate) fn record(
+        data_dir: &Path,
+        engine_url: &str,
+        listen: SocketAddr,
+    ) -> std::io::Result<Self> {
         let running = Self {
             pid: std::process::id(),
             engine_url: engine_url.to_owned(),
+            listen: Some(listen),
         };
         let text = serde_json::to_string_pretty(&running).map_err(std::io::Error::other)?;
         // Written whole, then renamed: a reader never sees half a record.
@@ -80,7 +90,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("moraine-running-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         // This process records itself: `find` never answers with the asking process.
-        Running::record(&dir, "http://127.0.0.1:1").unwrap();
+        Running::record(&dir, "http://127.0.0.1:1", ([127, 0, 0, 1], 3).into()).unwrap();
         assert_eq!(Running::find(&dir), None);
         Running::clear(&dir);
         assert!(!dir.join("up.json").exists());
@@ -88,6 +98,7 @@ mod tests {
         let gone = Running {
             pid: u32::MAX - 1,
             engine_url: "http://127.0.0.1:2".into(),
+            listen: None,
         };
         std::fs::write(dir.join("up.json"), serde_json::to_string(&gone).unwrap()).unwrap();
         assert_eq!(Running::find(&dir), None);

@@ -90,6 +90,20 @@ async fn a_second_up_says_what_is_wrong_and_commands_beside_up_find_its_engine()
         said.contains("using the embedded ClickHouse of the running"),
         "{said}"
     );
+    // `healthcheck` with no URL checks the running `up`, wherever it listens.
+    let health = Command::new(BIN)
+        .arg("healthcheck")
+        .env("HOME", &up.dir)
+        .env("MORAINE_MCP_EMBEDDED__DATA_DIR", &up.dir)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&health.stderr);
+    assert!(health.status.success(), "{said}");
+    assert!(said.contains("checking the running"), "{said}");
+    assert!(
+        String::from_utf8_lossy(&health.stdout).starts_with("200 "),
+        "{said}"
+    );
     let mut client = crate::common::Mcp::legacy(&format!("{}/mcp", up.base), None).await;
     let found = client
         .ok("search_sessions", serde_json::json!({"query": "healthz"}))
