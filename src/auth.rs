@@ -11,6 +11,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::config::{Scope, TEAM_TOKENS_VARIABLE, TokenConfig};
+use crate::ingest::sources::Visible;
 use crate::metrics::Metrics;
 use crate::server::http_error::HttpError;
 
@@ -49,6 +50,28 @@ impl Caller {
 
     pub(crate) fn may(&self, scope: Scope) -> bool {
         self.scopes.contains(&scope)
+    }
+
+    /// The sources whose standing the caller may see: those it may read, and its own.
+    pub(crate) fn visible_sources(&self) -> Visible {
+        if self.may(Scope::Metrics) {
+            return Visible::All;
+        }
+        let mut names = Vec::new();
+        if self.may(Scope::Read) {
+            match &self.read_sources {
+                None => return Visible::All,
+                Some(sources) => names.extend(sources.iter().cloned()),
+            }
+        }
+        if self.may(Scope::Ingest) {
+            match &self.ingest_source {
+                None => return Visible::All,
+                Some(own) if !names.contains(own) => names.push(own.clone()),
+                Some(_) => {}
+            }
+        }
+        Visible::Only(names)
     }
 }
 
@@ -117,12 +140,13 @@ fn digest(token: &str) -> [u8; 32] {
     Sha256::digest(token.as_bytes()).into()
 }
 
-/// What [`authenticate`] needs: the tokens, and the scope the guarded routes require.
+/// What [`authenticate`] needs: the tokens, and the scopes the guarded routes accept (any one
+/// of them will do).
 #[derive(Clone)]
 pub(crate) struct AuthState {
     pub tokens: Arc<Tokens>,
     pub metrics: Metrics,
-    pub required: Scope,
+    pub required: &'static [Scope],
 }
 
 /// Requires a configured bearer token with the route's scope (when any tokens are configured)
@@ -135,7 +159,7 @@ pub(crate) async fn authenticate(
     if state.tokens.is_empty() {
         // A laptop sending a token believes it writes to a team server that checks who
         // pushes: that this one takes anyone's pushes is told, not silently accepted.
-        if state.required == Scope::Ingest && bearer(request.headers()).is_some() {
+        if state.required == [Scope::Ingest] && bearer(request.headers()).is_some() {
             state.metrics.observe_auth("none", "no_tokens");
             warn_open_server();
             return HttpError::new(
@@ -161,14 +185,16 @@ pub(crate) async fn authenticate(
         tracing::info!("rejected a request with an unknown bearer token");
         return unauthorized("unknown bearer token", true);
     };
-    if !caller.may(state.required) {
+    if !state.required.iter().any(|scope| caller.may(*scope)) {
+        let scopes = state
+            .required
+            .iter()
+            .map(|scope| scope.as_str())
+            .collect::<Vec<_>>()
+            .join(" or ");
         state.metrics.observe_auth(&caller.name, "forbidden");
-        tracing::info!(token = %caller.name, scope = state.required.as_str(), "refused a token without the scope");
-        return forbidden(&format!(
-            "token {:?} lacks the {} scope",
-            caller.name,
-            state.required.as_str()
-        ));
+        tracing::info!(token = %caller.name, scope = %scopes, "refused a token without the scope");
+        return forbidden(&format!("token {:?} lacks the {scopes} scope", caller.name));
     }
     state.metrics.observe_auth(&caller.name, "accepted");
     tracing::debug!(token = %caller.name, "authenticated");

@@ -1,4 +1,4 @@
-//! The `moraine-mcp` command line: serve, migrate, up, ingest, bench and healthcheck.
+//! The `moraine-mcp` command line: serve, up, ingest, push, sources, forget, and the rest.
 
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -144,6 +144,21 @@ enum Command {
         #[command(flatten)]
         store: Store,
     },
+    /// Who pushed what: each source's logs, sessions, events and last write, from a team
+    /// server (--server, with any of its tokens) or from the store directly.
+    Sources {
+        /// A moraine-mcp server to ask, e.g. https://moraine.example.com (default: the store).
+        #[arg(long, env = "MORAINE_MCP_PUSH_SERVER")]
+        server: Option<String>,
+        /// A token of that server (any scope; it shows the sources the token may see).
+        #[arg(long, env = "MORAINE_MCP_PUSH_TOKEN", hide_env_values = true)]
+        token: Option<String>,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        store: Store,
+    },
     /// Ingest session logs: the given files and directories, or the configured sources.
     Ingest {
         /// Log files or directories; none means the configured sources (where every harness keeps its logs).
@@ -170,6 +185,7 @@ impl Command {
             | Self::Migrate { store, .. }
             | Self::Reindex { store, .. }
             | Self::Ingest { store, .. }
+            | Self::Sources { store, .. }
             | Self::Forget { store, .. } => Some(store),
             _ => None,
         }
@@ -296,6 +312,12 @@ async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
         }
         Command::Up { no_ingest, .. } => up::run(config, no_ingest).await,
         Command::Healthcheck { url } => healthcheck(&config, url).await,
+        Command::Sources {
+            server,
+            token,
+            json,
+            ..
+        } => sources(&config, server, token, json).await,
         Command::Push(args) => crate::push::run(args, config).await,
         Command::Forget {
             demo,
@@ -458,10 +480,41 @@ fn report_copies(problems: &[files::DiscoverError]) {
     }
 }
 
+async fn sources(
+    config: &Config,
+    server: Option<String>,
+    token: Option<String>,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let sources = match server {
+        Some(server) => {
+            let client =
+                crate::push::Client::new(&server, token.as_deref(), None, Duration::from_secs(30))?;
+            client.sources().await?
+        }
+        None => {
+            let db = app::connect(config).await?;
+            ingest::sources::list(&db, &ingest::sources::Visible::All).await?
+        }
+    };
+    if json {
+        let answer = ingest::sources::SourcesAnswer { sources };
+        println!("{}", serde_json::to_string_pretty(&answer)?);
+    } else if sources.is_empty() {
+        println!("no sessions stored yet");
+    } else {
+        print!("{}", ingest::sources::table(&sources));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 async fn healthcheck(config: &Config, url: Option<String>) -> anyhow::Result<ExitCode> {
     let url = url.unwrap_or_else(|| {
         let running = up::Running::find(&config.embedded.data_dir_path());
-        let addr = match running.as_ref().and_then(|up| up.listen.map(|at| (up.pid, at))) {
+        let addr = match running
+            .as_ref()
+            .and_then(|up| up.listen.map(|at| (up.pid, at)))
+        {
             Some((pid, at)) => {
                 eprintln!("checking the running `moraine-mcp up` (pid {pid}) on {at}");
                 at

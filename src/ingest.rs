@@ -23,6 +23,7 @@ pub mod redact;
 pub mod reindex;
 pub mod rendered;
 pub mod session;
+pub mod sources;
 pub mod store;
 pub mod writer;
 

@@ -69,7 +69,7 @@ pub(crate) fn router(
         metrics.zero_tokens(&names, &["accepted", "forbidden"]);
         metrics.zero_tokens(&["none"], &["missing", "rejected"]);
     }
-    let guard = |required: Scope| {
+    let guard = |required: &'static [Scope]| {
         middleware::from_fn_with_state(
             AuthState {
                 tokens: tokens.clone(),
@@ -87,7 +87,8 @@ pub(crate) fn router(
             max_decoded_bytes: config.ingest.max_decoded_bytes,
             metrics: metrics.clone(),
         },
-        guard(Scope::Ingest),
+        guard(&[Scope::Ingest]),
+        guard(&[Scope::Read, Scope::Ingest, Scope::Metrics]),
     );
     let state = AppState {
         db,
@@ -97,13 +98,13 @@ pub(crate) fn router(
         unhealthy: Arc::new(AtomicBool::new(false)),
     };
     let metrics_route = if config.auth.protect_metrics {
-        get(metrics_get).route_layer(guard(Scope::Metrics))
+        get(metrics_get).route_layer(guard(&[Scope::Metrics]))
     } else {
         get(metrics_get)
     };
     let mcp = mcp_routes(config, tools, addr, shutdown)
         .layer(middleware::from_fn(rpc::check_tool_calls))
-        .layer(guard(Scope::Read));
+        .layer(guard(&[Scope::Read]));
     Router::new()
         .route("/healthz", get(healthz_get))
         .route("/metrics", metrics_route)

@@ -1556,3 +1556,78 @@ async fn events_from_a_laptop_whose_clock_is_ahead_are_shown_at_the_time_they_ar
     assert_eq!(future, 12.0, "{}", metrics.body);
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sources_show_each_token_who_pushed_what_it_may_see() {
+    let (alice_dir, bob_dir) = (scratch("sources-alice"), scratch("sources-bob"));
+    write_sessions(&alice_dir, 0x61, 3, 2, "alpha");
+    write_sessions(&bob_dir, 0x62, 2, 1, "beta");
+    let (settings, db) = fresh_db().await;
+    let server = TestServer::start(team(settings), db.clone()).await;
+    push::push_logs(
+        &client(&server, ALICE),
+        &logs_under(&alice_dir),
+        4096,
+        false,
+    )
+    .await
+    .unwrap();
+    push::push_logs(&client(&server, BOB), &logs_under(&bob_dir), 4096, false)
+        .await
+        .unwrap();
+    let url = format!("{}/ingest/v1/sources", server.base);
+    let seen = |token: &'static str| {
+        let url = url.clone();
+        async move {
+            let bearer = format!("Bearer {token}");
+            let reply = send("GET", &url, &[("authorization", &bearer)], "").await;
+            assert_eq!(reply.status, 200, "{token}: {}", reply.body);
+            let answer = reply.json();
+            answer["sources"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| {
+                    (
+                        s["source"].as_str().unwrap().to_owned(),
+                        s["sessions"].as_u64().unwrap(),
+                        s["events"].as_u64().unwrap(),
+                        s["origin"].as_str().unwrap().to_owned(),
+                        s["lag_seconds"].as_u64().is_some() && s["last_write_at"].is_string(),
+                    )
+                })
+                .collect::<Vec<_>>()
+        }
+    };
+    let alice = ("alice".to_owned(), 3, 24, "push".to_owned(), true);
+    let bob = ("bob".to_owned(), 2, 8, "push".to_owned(), true);
+    // A reader of everything and a metrics token see both; a reader limited to alice and a
+    // laptop's ingest token see only their own.
+    assert_eq!(seen(READER).await, vec![alice.clone(), bob.clone()]);
+    assert_eq!(seen(PROMETHEUS).await, vec![alice.clone(), bob.clone()]);
+    assert_eq!(seen(ALICE_READER).await, vec![alice.clone()]);
+    assert_eq!(seen(BOB).await, vec![bob.clone()]);
+    assert_eq!(send("GET", &url, &[], "").await.status, 401);
+    // The command line shows the same as a table, or as JSON.
+    let run = |extra: &[&str]| {
+        let output = Command::new(BIN)
+            .args(["sources", "--server", &server.base, "--token", READER])
+            .args(extra)
+            .env("HOME", scratch("sources-home"))
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let table = run(&[]);
+    let lines: Vec<&str> = table.lines().collect();
+    assert!(lines[0].starts_with("SOURCE"), "{table}");
+    assert!(
+        lines[1].starts_with("alice") && lines[1].contains(" 24 "),
+        "{table}"
+    );
+    assert!(lines[2].starts_with("bob"), "{table}");
+    let json: serde_json::Value = serde_json::from_str(&run(&["--json"])).unwrap();
+    assert_eq!(json["sources"][1]["sessions"], 2);
+    server.stop().await;
+}

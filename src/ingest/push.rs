@@ -163,6 +163,11 @@ impl AppendError {
 }
 
 impl PushIngest {
+    /// The store it writes to.
+    pub(crate) fn db(&self) -> &Db {
+        &self.db
+    }
+
     pub fn new(db: Db, config: Arc<Config>) -> Result<Self, IngestError> {
         Ok(Self {
             redactor: Arc::new(Redactor::new(&config.ingest.redaction)?),

@@ -4,6 +4,7 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, anyhow};
+use axum::http::Method;
 use bytes::Bytes;
 use http_body_util::{BodyExt as _, Full};
 use hyper_util::client::legacy::Client as HttpClient;
@@ -13,6 +14,7 @@ use serde_json::json;
 
 use crate::ingest::push::batch::{self, Outcome};
 use crate::ingest::push::{Append, LogName, LogStatus};
+use crate::ingest::sources::{SourceStatus, SourcesAnswer};
 
 /// A request that cannot get an answer head in this time is tried again.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
@@ -185,7 +187,9 @@ impl Client {
         let give_up = Instant::now().checked_add(self.retry_for);
         let mut pause = FIRST_PAUSE;
         loop {
-            let outcome = self.post(url, content_type, encoding, body.clone()).await;
+            let outcome = self
+                .exchange(Method::POST, url, content_type, encoding, body.clone())
+                .await;
             let slow = match &outcome {
                 Ok((status, _, answer)) => {
                     matches!(status, 503 | 504) && code_of(answer).as_deref() == Some("timeout")
@@ -237,15 +241,38 @@ impl Client {
         }
     }
 
-    /// One POST: the status, `Retry-After` and body of the answer.
-    async fn post(
+    /// Each source's standing on the server, as far as the token may see.
+    pub async fn sources(&self) -> anyhow::Result<Vec<SourceStatus>> {
+        let url = format!("{}/ingest/v1/sources", self.base);
+        let (status, _, answer) = self
+            .exchange(Method::GET, &url, "application/json", None, Bytes::new())
+            .await
+            .with_context(|| format!("cannot reach {}", self.base))?;
+        if !(200..300).contains(&status) {
+            return Err(Refused {
+                status,
+                message: message_of(&answer),
+            }
+            .into());
+        }
+        let answer: SourcesAnswer = serde_json::from_slice(&answer)
+            .context("the server's sources answer is not understood")?;
+        Ok(answer.sources)
+    }
+
+    /// One request: the status, `Retry-After` and body of the answer.
+    async fn exchange(
         &self,
+        method: Method,
         url: &str,
         content_type: &str,
         encoding: Option<&str>,
         body: Bytes,
     ) -> anyhow::Result<(u16, Option<Duration>, Bytes)> {
-        let mut request = axum::http::Request::post(url).header("content-type", content_type);
+        let mut request = axum::http::Request::builder()
+            .method(method)
+            .uri(url)
+            .header("content-type", content_type);
         if let Some(encoding) = encoding {
             request = request.header("content-encoding", encoding);
         }

@@ -1,6 +1,7 @@
 //! The ingest API: `POST /ingest/v1/status` (where each log stands), `POST /ingest/v1/append`
 //! (bytes of one log from an offset) and `POST /ingest/v1/batch` (bytes of many logs, written
-//! together), gzip- or zstd-encoded, for tokens with the `ingest` scope. Bounded: a size limit per request before and after decoding (413), and a
+//! together), gzip- or zstd-encoded, for tokens with the `ingest` scope; and `GET
+//! /ingest/v1/sources` (who pushed what) for any token, showing the sources it may see. Bounded: a size limit per request before and after decoding (413), and a
 //! few requests at a time (429 with `Retry-After`, see [`super::guards::limit_ingest`]), so
 //! ingest never starves searches.
 
@@ -13,7 +14,7 @@ use axum::extract::rejection::QueryRejection;
 use axum::extract::{Extension, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{get, post};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -25,6 +26,7 @@ use crate::ingest::push::batch::{self, Outcome, Refusal as LogRefusal};
 use crate::ingest::push::{
     Append, AppendError, Appended, LogName, MAX_STATUS_FILES, Outcomes, PushIngest,
 };
+use crate::ingest::sources::{self, SourcesAnswer};
 use crate::metrics::Metrics;
 use crate::vocab::Harness;
 
@@ -43,7 +45,7 @@ pub(crate) struct IngestApi {
 
 /// The ingest routes behind `guard` (which checks the token), only for the methods served:
 /// another method is a 405 for anyone.
-pub(crate) fn routes<L>(api: IngestApi, guard: L) -> Router
+pub(crate) fn routes<L>(api: IngestApi, guard: L, sources_guard: L) -> Router
 where
     L: tower::Layer<axum::routing::Route> + Clone + Send + Sync + 'static,
     L::Service: tower::Service<axum::extract::Request, Error = std::convert::Infallible>
@@ -64,7 +66,21 @@ where
             post(append_post).route_layer(guard.clone()),
         )
         .route("/ingest/v1/batch", post(batch_post).route_layer(guard))
+        .route(
+            "/ingest/v1/sources",
+            get(sources_get).route_layer(sources_guard),
+        )
         .with_state(api)
+}
+
+async fn sources_get(
+    State(api): State<IngestApi>,
+    Extension(caller): Extension<Caller>,
+) -> Response {
+    match sources::list(api.push.db(), &caller.visible_sources()).await {
+        Ok(sources) => axum::Json(SourcesAnswer { sources }).into_response(),
+        Err(error) => refused(&api.metrics, AppendError::Db(error)),
+    }
 }
 
 #[derive(Debug, Deserialize)]
