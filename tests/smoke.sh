@@ -5,9 +5,12 @@
 #
 # MCP_PATH overrides the endpoint path (default /mcp). With a token, every MCP request carries
 # `Authorization: Bearer <token>` and the endpoint must refuse requests without it.
+# Works against any store that holds a session: the query searched for is a word of the newest
+# session's first prompt (SMOKE_QUERY overrides it).
 # Steps: /healthz; the 2025-11-25 flow (initialize, notifications/initialized, tools/list,
-# search_sessions, open, DELETE when a session was issued); the 2026-07-28 stateless flow
-# (tools/list, search_sessions, open with _meta and MCP-Protocol-Version/Mcp-Method/Mcp-Name).
+# list_sessions, open of a session, search_sessions for a word it holds, open of a hit, DELETE
+# when a session was issued); the 2026-07-28 stateless flow (tools/list, search_sessions, open
+# with _meta and MCP-Protocol-Version/Mcp-Method/Mcp-Name).
 # Prints one line per step; on the first deviation prints `FAIL smoke: <step>: <what was
 # received>` to stderr and exits 1. Usage errors exit 2.
 set -euo pipefail
@@ -19,7 +22,7 @@ fi
 BASE=${1%/}
 TOKEN=${2:-}
 MCP="$BASE${MCP_PATH:-/mcp}"
-QUERY="clickhouse migration"
+QUERY=${SMOKE_QUERY:-}
 LEGACY=2025-11-25
 MODERN=2026-07-28
 
@@ -37,7 +40,7 @@ ok() { echo "smoke: $STEP: ok${1:+ ($1)}"; }
 # success; on failure prints what was received and exits 1.
 PY=$(
   cat <<'PYEOF'
-import json, sys
+import json, re, sys
 
 def clip(text, limit=400):
     text = " ".join(str(text).split())
@@ -158,6 +161,23 @@ def main():
         if not isinstance(event_id, str) or not event_id.startswith("event:"):
             die(f"first hit has no open.event_id: {clip(json.dumps(hits[0]))}")
         print(f"{len(hits)} hits, first {event_id}")
+    elif kind == "list":
+        sc = tool_result(result, "list_sessions", "moraine.mcp.list_sessions.v1")
+        sessions = (sc.get("data") or {}).get("sessions") or []
+        if not sessions:
+            die("the store holds no sessions: ingest or push some logs first")
+        session_id = (sessions[0].get("open") or {}).get("session_id")
+        if not isinstance(session_id, str) or not session_id.startswith("session:"):
+            die(f"first session has no open.session_id: {clip(json.dumps(sessions[0]))}")
+        print(f"{len(sessions)} sessions, newest {session_id}")
+    elif kind == "session":
+        sc = tool_result(result, "open", "moraine.mcp.open.v1")
+        turns = (sc.get("data") or {}).get("turns") or []
+        prompts = [(t.get("user_input") or {}).get("text") or "" for t in turns]
+        words = [w for p in prompts for w in re.findall(r"[A-Za-z]{3,}", p)]
+        if not words:
+            die(f"the session has no prompt with a word to search for: {clip(json.dumps(sc))}")
+        print(max(words, key=len).lower())
     elif kind == "open":
         sc = tool_result(result, "open", "moraine.mcp.open.v1")
         if extra[0] not in json.dumps(sc.get("data")):
@@ -254,6 +274,20 @@ post '{"jsonrpc":"2.0","id":2,"method":"tools/list"}' "${S[@]}"
 expect_status 200
 DETAIL=$(check tools 2 legacy)
 ok "$DETAIL"
+
+STEP="$LEGACY tools/call list_sessions"
+post '{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"list_sessions","arguments":{"start_datetime":"2000-01-01T00:00:00Z","end_datetime":"2100-01-01T00:00:00Z","limit":5}}}' "${S[@]}"
+expect_status 200
+DETAIL=$(check list 6 legacy)
+SESSION=${DETAIL##* }
+ok "$DETAIL"
+
+STEP="$LEGACY tools/call open (session)"
+post '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"open","arguments":{"id":"'"$SESSION"'"}}}' "${S[@]}"
+expect_status 200
+WORD=$(check session 7 legacy)
+QUERY=${QUERY:-$WORD}
+ok "query \"$QUERY\""
 
 STEP="$LEGACY tools/call search_sessions"
 post '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"search_sessions","arguments":{"query":"'"$QUERY"'","n_hits":5}}}' "${S[@]}"
