@@ -129,95 +129,99 @@ impl SessionMode {
     }
 }
 
-/// The agent harness that wrote a log.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+/// The agent harness that wrote a log. Its names are written once, here: the first is the one
+/// stored in `sessions.harness` and shown; the others are accepted wherever a harness is named
+/// (the command line, the config file, the ingest API). `title` is the harness's own name, as
+/// its users know it; `source` the source name of files named on the command line.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    strum::EnumString,
+    strum::IntoStaticStr,
+    strum::EnumMessage,
+    strum::EnumProperty,
+    strum::VariantArray,
+)]
 pub enum Harness {
-    #[serde(rename = "codex")]
-    #[value(name = "codex")]
+    #[strum(to_string = "codex", props(title = "Codex", source = "codex"))]
     Codex,
-    /// Also accepted as `claude`.
-    #[serde(rename = "claude-code", alias = "claude")]
-    #[value(name = "claude-code", alias = "claude")]
+    #[strum(
+        to_string = "claude-code",
+        serialize = "claude",
+        props(title = "Claude Code", source = "claude")
+    )]
     ClaudeCode,
-    /// Also accepted as `gemini`.
-    #[serde(rename = "gemini-cli", alias = "gemini")]
-    #[value(name = "gemini-cli", alias = "gemini")]
+    #[strum(
+        to_string = "gemini-cli",
+        serialize = "gemini",
+        props(title = "Gemini CLI", source = "gemini")
+    )]
     GeminiCli,
-    #[serde(rename = "cursor")]
-    #[value(name = "cursor")]
+    #[strum(to_string = "cursor", props(title = "Cursor", source = "cursor"))]
     Cursor,
-    #[serde(rename = "opencode")]
-    #[value(name = "opencode")]
+    #[strum(to_string = "opencode", props(title = "OpenCode", source = "opencode"))]
     OpenCode,
-    /// Also accepted as `copilot`.
-    #[serde(rename = "copilot-cli", alias = "copilot")]
-    #[value(name = "copilot-cli", alias = "copilot")]
+    #[strum(
+        to_string = "copilot-cli",
+        serialize = "copilot",
+        props(title = "Copilot CLI", source = "copilot")
+    )]
     CopilotCli,
-    /// Also accepted as `qwen`.
-    #[serde(rename = "qwen-code", alias = "qwen")]
-    #[value(name = "qwen-code", alias = "qwen")]
+    #[strum(
+        to_string = "qwen-code",
+        serialize = "qwen",
+        props(title = "Qwen Code", source = "qwen")
+    )]
     QwenCode,
-    /// Factory's Droid; also accepted as `factory-droid`.
-    #[serde(rename = "droid", alias = "factory-droid")]
-    #[value(name = "droid", alias = "factory-droid")]
+    /// Factory's Droid.
+    #[strum(
+        to_string = "droid",
+        serialize = "factory-droid",
+        props(title = "Droid", source = "droid")
+    )]
     Droid,
 }
 
 impl Harness {
-    pub const ALL: [Self; 8] = [
-        Self::Codex,
-        Self::ClaudeCode,
-        Self::GeminiCli,
-        Self::Cursor,
-        Self::OpenCode,
-        Self::CopilotCli,
-        Self::QwenCode,
-        Self::Droid,
-    ];
+    /// Every harness, in declaration order.
+    pub const ALL: &'static [Self] = <Self as strum::VariantArray>::VARIANTS;
+
+    /// Every harness, in declaration order.
+    pub fn all() -> impl Iterator<Item = Self> {
+        Self::ALL.iter().copied()
+    }
 
     /// The name stored in `sessions.harness` and accepted by the tools' `harness` filter.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Codex => "codex",
-            Self::ClaudeCode => "claude-code",
-            Self::GeminiCli => "gemini-cli",
-            Self::Cursor => "cursor",
-            Self::OpenCode => "opencode",
-            Self::CopilotCli => "copilot-cli",
-            Self::QwenCode => "qwen-code",
-            Self::Droid => "droid",
-        }
+        self.into()
     }
 
     /// The harness stored (or filtered) under `name`, or one of its other names.
     pub fn parse(name: &str) -> Option<Self> {
-        match name {
-            "claude" => Some(Self::ClaudeCode),
-            "gemini" => Some(Self::GeminiCli),
-            "copilot" => Some(Self::CopilotCli),
-            "qwen" => Some(Self::QwenCode),
-            "factory-droid" => Some(Self::Droid),
-            _ => Self::ALL.into_iter().find(|h| h.as_str() == name),
-        }
+        name.parse().ok()
+    }
+
+    /// Its other names.
+    pub fn aliases(self) -> impl Iterator<Item = &'static str> {
+        let name = self.as_str();
+        strum::EnumMessage::get_serializations(&self)
+            .iter()
+            .copied()
+            .filter(move |alias| *alias != name)
     }
 
     /// The harness's own name, as its users know it.
     pub fn title(self) -> &'static str {
-        match self {
-            Self::Codex => "Codex",
-            Self::ClaudeCode => "Claude Code",
-            Self::GeminiCli => "Gemini CLI",
-            Self::Cursor => "Cursor",
-            Self::OpenCode => "OpenCode",
-            Self::CopilotCli => "Copilot CLI",
-            Self::QwenCode => "Qwen Code",
-            Self::Droid => "Droid",
-        }
+        strum::EnumProperty::get_str(&self, "title").expect("every harness has a title")
     }
 
     /// Every harness's own name, in a list for people ("Codex, Claude Code, … and Droid").
     pub fn titles() -> String {
-        let names: Vec<&str> = Self::ALL.iter().map(|h| h.title()).collect();
+        let names: Vec<&str> = Self::all().map(Self::title).collect();
         match names.split_last() {
             Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
             _ => names.join(""),
@@ -226,16 +230,36 @@ impl Harness {
 
     /// The source name used for files named on the command line.
     pub fn default_source(self) -> &'static str {
-        match self {
-            Self::Codex => "codex",
-            Self::ClaudeCode => "claude",
-            Self::GeminiCli => "gemini",
-            Self::Cursor => "cursor",
-            Self::OpenCode => "opencode",
-            Self::CopilotCli => "copilot",
-            Self::QwenCode => "qwen",
-            Self::Droid => "droid",
-        }
+        strum::EnumProperty::get_str(&self, "source").expect("every harness has a source name")
+    }
+}
+
+impl Serialize for Harness {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Harness {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = std::borrow::Cow::<'de, str>::deserialize(deserializer)?;
+        Self::parse(&name).ok_or_else(|| {
+            let known: Vec<&str> = Self::all().map(Self::as_str).collect();
+            serde::de::Error::custom(format!(
+                "unknown harness {name:?}, expected one of {}",
+                known.join(", ")
+            ))
+        })
+    }
+}
+
+impl clap::ValueEnum for Harness {
+    fn value_variants<'a>() -> &'a [Self] {
+        Self::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.as_str()).aliases(self.aliases()))
     }
 }
 
@@ -271,12 +295,23 @@ mod tests {
 
     #[test]
     fn test_harness_names_and_alias() {
-        for harness in Harness::ALL {
+        for harness in Harness::all() {
             let name = serde_json::to_value(harness).unwrap();
             assert_eq!(name, harness.as_str());
             assert_eq!(serde_json::from_value::<Harness>(name).unwrap(), harness);
+            for alias in harness.aliases() {
+                assert_eq!(Harness::parse(alias), Some(harness));
+            }
         }
         let alias: Harness = serde_json::from_value(serde_json::json!("claude")).unwrap();
         assert_eq!(alias, Harness::ClaudeCode);
+        assert_eq!(
+            Harness::ClaudeCode.aliases().collect::<Vec<_>>(),
+            ["claude"]
+        );
+        assert_eq!(Harness::Codex.aliases().count(), 0);
+        assert_eq!(Harness::Droid.title(), "Droid");
+        assert_eq!(Harness::QwenCode.default_source(), "qwen");
+        assert!(serde_json::from_value::<Harness>(serde_json::json!("vim")).is_err());
     }
 }

@@ -425,7 +425,7 @@ async fn stateful_mode_issues_sessions() {
         .as_str()
         .unwrap()
         .to_owned();
-    for harness in moraine_mcp::vocab::Harness::ALL {
+    for harness in moraine_mcp::vocab::Harness::all() {
         assert!(instructions.contains(harness.title()), "{instructions}");
     }
     let mut client = Mcp::legacy(&server.mcp_url, None).await;

@@ -482,7 +482,7 @@ async fn the_demo_holds_a_session_of_every_harness_that_search_finds() {
             "{term}: {found:#}"
         );
     }
-    for harness in Harness::ALL {
+    for harness in Harness::all() {
         let listed = mcp
             .ok(
                 "list_sessions",
@@ -654,7 +654,7 @@ fn the_default_sources_find_every_harness_where_it_keeps_its_logs() {
         .collect();
     let (logs, problems) = moraine_mcp::ingest::files::from_sources(&sources);
     assert!(problems.is_empty(), "{problems:?}");
-    for harness in Harness::ALL {
+    for harness in Harness::all() {
         assert!(
             logs.iter().any(|log| log.harness == harness),
             "{harness}: {logs:#?}"
