@@ -492,83 +492,18 @@ impl Default for IngestConfig {
             max_decoded_bytes: 64 * 1024 * 1024,
             max_concurrent_requests: 3,
             request_timeout_secs: 300,
-            sources: vec![
-                SourceConfig {
-                    name: "codex".into(),
-                    harness: Harness::Codex,
-                    glob: "~/.codex/sessions/**/rollout-*.json*".into(),
-                },
-                SourceConfig {
-                    name: "claude".into(),
-                    harness: Harness::ClaudeCode,
-                    glob: "~/.claude/projects/**/*.jsonl".into(),
-                },
-                SourceConfig {
-                    name: "gemini".into(),
-                    harness: Harness::GeminiCli,
-                    glob: "~/.gemini/tmp/*/chats/**/*.json*".into(),
-                },
-                SourceConfig {
-                    name: "qwen".into(),
-                    harness: Harness::QwenCode,
-                    glob: "~/.qwen/projects/*/chats/*.jsonl".into(),
-                },
-                SourceConfig {
-                    name: "qwen-legacy".into(),
-                    harness: Harness::QwenCode,
-                    glob: "~/.qwen/tmp/*/chats/session-*.json".into(),
-                },
-                SourceConfig {
-                    name: "opencode".into(),
-                    harness: Harness::OpenCode,
-                    glob: "~/.local/share/opencode/opencode*.db".into(),
-                },
-                SourceConfig {
-                    name: "opencode-legacy".into(),
-                    harness: Harness::OpenCode,
-                    glob: "~/.local/share/opencode/storage/session/*/*.json".into(),
-                },
-                SourceConfig {
-                    name: "cursor".into(),
-                    harness: Harness::Cursor,
-                    glob: "~/.cursor/projects/*/agent-transcripts/**/*.jsonl".into(),
-                },
-                SourceConfig {
-                    name: "cursor-store".into(),
-                    harness: Harness::Cursor,
-                    glob: format!("{CURSOR_USER_DIR}/globalStorage/state.vscdb"),
-                },
-                SourceConfig {
-                    name: "cursor-workspaces".into(),
-                    harness: Harness::Cursor,
-                    glob: format!("{CURSOR_USER_DIR}/workspaceStorage/*/state.vscdb"),
-                },
-                SourceConfig {
-                    name: "copilot".into(),
-                    harness: Harness::CopilotCli,
-                    glob: "~/.copilot/session-state/**/*.jsonl".into(),
-                },
-                SourceConfig {
-                    name: "copilot-legacy".into(),
-                    harness: Harness::CopilotCli,
-                    glob: "~/.copilot/history-session-state/session_*.json".into(),
-                },
-                SourceConfig {
-                    name: "droid".into(),
-                    harness: Harness::Droid,
-                    glob: "~/.factory/sessions/**/*.jsonl".into(),
-                },
-            ],
+            sources: crate::harness::default_sources()
+                .into_iter()
+                .map(|(harness, source)| SourceConfig {
+                    name: source.name.into(),
+                    harness,
+                    glob: source.glob.into(),
+                })
+                .collect(),
             redaction: RedactionConfig::default(),
         }
     }
 }
-
-/// Where Cursor keeps its `User` directory (on Windows: `%APPDATA%\\Cursor\\User`).
-#[cfg(target_os = "macos")]
-const CURSOR_USER_DIR: &str = "~/Library/Application Support/Cursor/User";
-#[cfg(not(target_os = "macos"))]
-const CURSOR_USER_DIR: &str = "~/.config/Cursor/User";
 
 /// One place agent logs are read from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

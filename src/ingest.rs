@@ -4,27 +4,15 @@
 //! batch, so parsing and ClickHouse work overlap. Every run is incremental (checkpoints) and
 //! idempotent (re-reading replaces what a file contributed before).
 
-pub(crate) mod adapter;
 pub mod claim;
-pub(crate) mod claude;
-pub(crate) mod codex;
-pub(crate) mod copilot;
-pub(crate) mod cursor;
-pub mod draft;
-pub(crate) mod droid;
 pub mod files;
-pub(crate) mod gemini;
 pub mod lock;
-pub(crate) mod opencode;
 pub mod push;
-pub(crate) mod qwen;
 pub mod reader;
 pub mod redact;
 pub mod reindex;
-pub mod rendered;
 pub mod session;
 pub mod sources;
-pub mod store;
 pub mod writer;
 
 use std::time::{Duration, Instant};
@@ -238,7 +226,7 @@ async fn run_locked(
     let log_count = files.len();
     let file_count = files
         .iter()
-        .map(|f| rendered::backing_store(&f.path))
+        .map(|f| crate::harness::rendered::backing_store(&f.path))
         .collect::<std::collections::HashSet<_>>()
         .len();
     let (files, counters) = pipeline(config, db, &progress, move |reader| {
@@ -345,7 +333,7 @@ where
     let self_names = config.tools.self_server_names.clone();
     let bar = progress.clone();
     let reading = tokio::task::spawn_blocking(move || {
-        let self_tools = draft::SelfTools::new(&self_names);
+        let self_tools = crate::harness::draft::SelfTools::new(&self_names);
         let sink: reader::Sink<'_> =
             Box::new(|batch| tx.blocking_send(batch).map_err(|_| WriterGone));
         let mut reader = Reader::new(settings, &redactor, &self_tools, sink, &bar);

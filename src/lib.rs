@@ -10,6 +10,8 @@
 //!   with `auth` (bearer tokens, callers) and `mcp` (the rmcp handler) behind it.
 //! - `tools`: one module per MCP tool (`search_sessions`, `list_sessions`, `open`), each with its
 //!   schema, SQL, wire types and text rendering; `tools::context` is what they share.
+//! - [`harness`]: one module per agent harness (detection, where its logs are, reading its
+//!   records into drafts, rendering its stores), behind one trait and one registry.
 //! - [`ingest`]: agent logs → sessions, turns, events and the search index; [`rows`] are the
 //!   stored rows ingest writes and the tools read.
 //! - [`db`] (the shared ClickHouse handle), [`migrate`] (schema), [`embedded`] (the local engine).
@@ -29,6 +31,7 @@ pub mod demo;
 pub mod embedded;
 pub mod forget;
 pub mod fuzzing;
+pub mod harness;
 pub mod ids;
 pub mod ingest;
 pub(crate) mod mcp;

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use common::{assert_statistics_exact, snapshot};
 use moraine_mcp::config::Settings;
-use moraine_mcp::ingest::draft::SelfTools;
+use moraine_mcp::harness::draft::SelfTools;
 use moraine_mcp::ingest::files::{self, LogFile};
 use moraine_mcp::ingest::reader::{ReadSettings, Reader, Stored};
 use moraine_mcp::ingest::redact::Redactor;

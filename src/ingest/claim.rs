@@ -9,16 +9,17 @@
 //!
 //! Within one source, a second log holding a stored session's ID with other content (Gemini
 //! CLI saves a sub-agent's chat under its parent's ID) is a session of its own under it, as
-//! local discovery already makes it (see [`files::Identity::under`]); a copy takes the session
+//! local discovery already makes it (see [`crate::harness::Identity::under`]); a copy takes the session
 //! over, as a renamed or replaced log does.
 
 use std::collections::HashMap;
 
 use serde::Deserialize;
 
-use super::files::{self, Identity, LogFile};
+use super::files::{self, LogFile};
 use super::push::read_archive;
 use crate::db::{Db, DbError};
+use crate::harness::Identity;
 
 /// How much of two logs' starts is compared to tell a copy from another log.
 const COMPARED_BYTES: u64 = 64 * 1024;

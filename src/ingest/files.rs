@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::rendered;
 use crate::config::{SourceConfig, expand_home};
+use crate::harness::{self, Identity, rendered};
 use crate::vocab::Harness;
 
 /// One log file to ingest, and the session it holds.
@@ -91,7 +91,7 @@ pub fn from_sources(sources: &[SourceConfig]) -> (Vec<LogFile>, Vec<DiscoverErro
         };
         let logs: Vec<PathBuf> = paths
             .filter_map(|entry| log_file(entry, &mut problems))
-            .filter(|path| is_log_name(harness, path))
+            .filter(|path| harness::format(harness).is_log_name(path))
             .collect();
         for path in logs {
             describe_all(&path, harness, &source.name, &mut found, &mut problems);
@@ -152,22 +152,17 @@ pub fn from_paths(
         if path.is_dir() {
             // JSON Lines logs, whole-file JSON sessions (the TypeScript Codex CLI's, Gemini CLI's
             // and Qwen Code's before they wrote JSON Lines, OpenCode's JSON tree) and stores.
-            for name in [
-                "*.jsonl",
-                "rollout-*.json",
-                "session-*.json",
-                "session_*.json",
-                "ses_*.json",
-                "opencode.db",
-                "*.vscdb",
-            ] {
+            for name in harness::scan_names() {
                 let pattern = path.join("**").join(name);
                 match glob::glob(&pattern.to_string_lossy()) {
-                    Ok(entries) => candidates.extend(
-                        entries
-                            .filter_map(|e| log_file(e, &mut problems))
-                            .filter(|p| name != "ses_*.json" || in_opencode_tree(p)),
-                    ),
+                    Ok(entries) => {
+                        for found in entries.filter_map(|e| log_file(e, &mut problems)) {
+                            if harness::is_scanned_log(name, &found) && !candidates.contains(&found)
+                            {
+                                candidates.push(found);
+                            }
+                        }
+                    }
                     Err(e) => problems.push(DiscoverError::Unusable {
                         path: path.clone(),
                         message: e.to_string(),
@@ -208,14 +203,6 @@ pub fn from_paths(
     }
     dedupe(&mut found, &mut problems);
     (found, problems)
-}
-
-/// An OpenCode session file sits in `storage/session/<project>/`.
-fn in_opencode_tree(path: &Path) -> bool {
-    path.parent()
-        .and_then(Path::parent)
-        .and_then(Path::file_name)
-        .is_some_and(|name| name == "session")
 }
 
 /// Describes the log at `path`, or each session of the store at `path`, into `found`.
@@ -259,58 +246,6 @@ fn describe(path: &Path, harness: Harness, source: &str) -> Result<LogFile, Disc
         .len();
     let identity = Identity::of(harness, path, || read_head(path, Some(harness)));
     describe_log(path, harness, source, Origin::Local, size, identity)
-}
-
-/// Whether a file a source's glob matched is one of its harness's logs (a harness's directory
-/// also holds sidecars, temporary copies and set-aside damaged files).
-fn is_log_name(harness: Harness, path: &Path) -> bool {
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-    match harness {
-        Harness::Codex | Harness::ClaudeCode => true,
-        Harness::GeminiCli => matches!(ext, "json" | "jsonl"),
-        Harness::QwenCode => {
-            matches!(ext, "json" | "jsonl")
-                && ![".meta.json", ".worktree.json", ".pr.json", ".ledger.jsonl"]
-                    .iter()
-                    .any(|sidecar| name.ends_with(sidecar))
-        }
-        Harness::OpenCode => matches!(ext, "db" | "json"),
-        Harness::Cursor => matches!(ext, "jsonl" | "vscdb"),
-        Harness::CopilotCli => ext == "jsonl" || ext == "json" && name.starts_with("session_"),
-        Harness::Droid => ext == "jsonl",
-    }
-}
-
-/// Largest whole-file JSON session read (it is held in memory to be converted).
-const MAX_WHOLE_JSON_BYTES: u64 = 256 << 20;
-
-/// A whole-file JSON session — `{"session": {id, timestamp, instructions}, "items": [...]}`,
-/// as the TypeScript Codex CLI saved it — as JSON Lines: the session line, then one line per
-/// item, which is the shape of the Codex logs that followed it.
-pub fn whole_json_as_lines(file: std::fs::File, len: u64) -> std::io::Result<Vec<u8>> {
-    let invalid = |message: String| std::io::Error::new(std::io::ErrorKind::InvalidData, message);
-    if len > MAX_WHOLE_JSON_BYTES {
-        return Err(invalid(format!(
-            "a whole-file JSON session larger than {} MiB",
-            MAX_WHOLE_JSON_BYTES >> 20
-        )));
-    }
-    let value: Value = serde_json::from_reader(BufReader::new(file))
-        .map_err(|e| invalid(format!("not valid JSON: {e}")))?;
-    let (Some(session @ Value::Object(_)), Some(Value::Array(items))) =
-        (value.get("session"), value.get("items"))
-    else {
-        return Err(invalid(
-            "a .json file that is not a Codex session ({\"session\", \"items\"})".into(),
-        ));
-    };
-    let mut lines = Vec::with_capacity(len as usize);
-    for record in std::iter::once(session).chain(items) {
-        serde_json::to_writer(&mut lines, record).map_err(std::io::Error::other)?;
-        lines.push(b'\n');
-    }
-    Ok(lines)
 }
 
 /// The first [`HEAD_BYTES`] of a file (fewer if it is shorter or cannot be read: the identity
@@ -371,223 +306,6 @@ pub fn describe_log(
 /// first (tens of KiB with instructions); Claude Code may begin with summaries and snapshots.
 pub const HEAD_BYTES: usize = 256 * 1024;
 
-/// Whose session a log holds: the harness's session id and whether it is a sub-agent's.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Identity {
-    pub native_id: String,
-    pub subagent: bool,
-}
-
-impl Identity {
-    /// The identity of the log at `path`: from its name where the harness names logs by
-    /// session, otherwise from its first records (`head`, read only then), otherwise from the
-    /// file name's stem. Directories never count, so one session moved or pushed from another
-    /// machine keeps its IDs, and two sessions exported under one name stay two.
-    pub fn of<H: AsRef<[u8]>>(
-        harness: Harness,
-        path: &Path,
-        head: impl FnOnce() -> H,
-    ) -> Result<Self, String> {
-        if let Some(named) = Self::from_name(harness, path) {
-            return Ok(named);
-        }
-        if let Some(found) = Self::from_content(harness, head().as_ref()) {
-            return Ok(found);
-        }
-        let stem = path
-            .file_stem()
-            .and_then(|s| s.to_str())
-            .ok_or("file name is not UTF-8")?;
-        Ok(Self {
-            native_id: stem.to_owned(),
-            subagent: false,
-        })
-    }
-
-    /// The identity a harness's own file naming gives: Codex's `rollout-<time>-<uuid>`, Claude
-    /// Code's `<session uuid>.jsonl` and `<session>/subagents/agent-<id>.jsonl`. A Claude Code
-    /// log named by its session is taken at its word even when its first records name another
-    /// session: a resumed session begins with the history of the one it resumes.
-    pub fn from_name(harness: Harness, path: &Path) -> Option<Self> {
-        let stem = path.file_stem()?.to_str()?;
-        match harness {
-            Harness::Codex => codex_session_id(stem).map(|id| Self {
-                native_id: id.to_owned(),
-                subagent: false,
-            }),
-            Harness::ClaudeCode => {
-                let parent = path.parent()?;
-                if parent.file_name().and_then(|s| s.to_str()) == Some("subagents") {
-                    let session = parent.parent()?.file_name()?.to_str()?;
-                    return Some(Self {
-                        native_id: format!("{session}/{stem}"),
-                        subagent: true,
-                    });
-                }
-                is_uuid(stem).then(|| Self {
-                    native_id: stem.to_owned(),
-                    subagent: false,
-                })
-            }
-            _ if rendered::store_session(path).is_some() => {
-                let (_, session) = rendered::store_session(path)?;
-                Some(Self::main(session))
-            }
-            // `chats/<parent session>/<agent>.jsonl`; main chats are named by time and the
-            // first 8 characters of their id only.
-            Harness::GeminiCli => {
-                let parent = path.parent()?;
-                let grandparent = parent.parent()?.file_name()?.to_str()?;
-                let session = parent.file_name()?.to_str()?;
-                (grandparent == "chats").then(|| Self {
-                    native_id: format!("{session}/{stem}"),
-                    subagent: true,
-                })
-            }
-            // `chats/<session>.jsonl`, `subagents/<parent session>/agent-<id>.jsonl`.
-            Harness::QwenCode => {
-                let parent = path.parent()?;
-                let grandparent = parent.parent()?.file_name()?.to_str()?;
-                if grandparent == "subagents" {
-                    return Some(Self {
-                        native_id: format!("{}/{stem}", parent.file_name()?.to_str()?),
-                        subagent: true,
-                    });
-                }
-                is_uuid(stem).then(|| Self::main(stem))
-            }
-            // `storage/session/<project>/<session>.json`.
-            Harness::OpenCode => stem.starts_with("ses_").then(|| Self::main(stem)),
-            // `session-state/<session>/events.jsonl`, the older `session-state/<session>.jsonl`,
-            // and before those `history-session-state/session_<session>_<ms>.json`.
-            Harness::CopilotCli => {
-                let parent = path.parent()?.file_name()?.to_str()?;
-                let legacy = stem
-                    .strip_prefix("session_")
-                    .and_then(|rest| rest.rsplit_once('_'))
-                    .filter(|(_, ms)| ms.bytes().all(|b| b.is_ascii_digit()))
-                    .map(|(id, _)| id);
-                if stem == "events" && is_uuid(parent) {
-                    Some(Self::main(parent))
-                } else if let Some(id) = legacy.filter(|id| is_uuid(id)) {
-                    Some(Self::main(id))
-                } else {
-                    is_uuid(stem).then(|| Self::main(stem))
-                }
-            }
-            // `agent-transcripts/<session>.jsonl` or `agent-transcripts/<session>/<session>.jsonl`.
-            Harness::Cursor | Harness::Droid => is_uuid(stem).then(|| Self::main(stem)),
-        }
-    }
-
-    /// A log that holds a session ID another log already stands for, with other content: a
-    /// session of its own under that one, named after its file.
-    pub fn under(native_id: &str, path: &Path) -> Self {
-        let stem = path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        Self {
-            native_id: format!("{native_id}/{stem}"),
-            subagent: true,
-        }
-    }
-
-    fn main(native_id: &str) -> Self {
-        Self {
-            native_id: native_id.to_owned(),
-            subagent: false,
-        }
-    }
-
-    /// The identity the first records of a log give: Codex's `session_meta` id (or, before
-    /// `session_meta` existed, the id of the opening record); Claude Code's `sessionId`, and for
-    /// a sub-agent's log (its records are a side chain with an `agentId`) the agent within it.
-    pub fn from_content(harness: Harness, head: &[u8]) -> Option<Self> {
-        // Only whole lines: the last one may be cut off at HEAD_BYTES.
-        let whole = &head[..memchr::memrchr(b'\n', head).map_or(0, |at| at + 1)];
-        whole.split(|b| *b == b'\n').find_map(|line| {
-            let Ok(Value::Object(record)) = serde_json::from_slice::<Value>(line) else {
-                return None;
-            };
-            let text = |value: Option<&Value>| {
-                value
-                    .and_then(Value::as_str)
-                    .filter(|s| !s.is_empty() && s.len() <= 200)
-                    .map(str::to_owned)
-            };
-            match harness {
-                Harness::Codex => {
-                    let kind = record.get("type").and_then(Value::as_str);
-                    let id = match kind {
-                        Some("session_meta") => {
-                            text(record.get("payload").and_then(|p| p.get("id")))
-                        }
-                        None => text(record.get("id")).filter(|_| record.contains_key("timestamp")),
-                        Some(_) => None,
-                    }?;
-                    Some(Self {
-                        native_id: id,
-                        subagent: false,
-                    })
-                }
-                // A chat's header (as written, or rendered).
-                Harness::GeminiCli => {
-                    let session = text(record.get("sessionId"))?;
-                    let subagent = record.get("kind").and_then(Value::as_str) == Some("subagent");
-                    Some(Self {
-                        native_id: session,
-                        subagent,
-                    })
-                }
-                Harness::QwenCode => text(record.get("sessionId")).map(|id| Self::main(&id)),
-                // A rendered session's header (an export, a whole-file session), or Copilot
-                // CLI's `session.start`.
-                Harness::OpenCode
-                    if record.get("record").and_then(Value::as_str) == Some("session") =>
-                {
-                    text(record.get("id")).map(|id| Self::main(&id))
-                }
-                Harness::CopilotCli => text(record.get("sessionId"))
-                    .filter(|_| record.get("record").is_some())
-                    .or_else(|| {
-                        text(record.get("data").and_then(|d| d.get("sessionId"))).filter(|_| {
-                            record.get("type").and_then(Value::as_str) == Some("session.start")
-                        })
-                    })
-                    .map(|id| Self::main(&id)),
-                Harness::Droid | Harness::Cursor | Harness::OpenCode => None,
-                Harness::ClaudeCode => {
-                    let session = text(record.get("sessionId"))?;
-                    let sidechain = record.get("isSidechain").and_then(Value::as_bool);
-                    Some(match text(record.get("agentId")) {
-                        Some(agent) if sidechain == Some(true) => Self {
-                            native_id: format!("{session}/agent-{agent}"),
-                            subagent: true,
-                        },
-                        _ => Self {
-                            native_id: session,
-                            subagent: false,
-                        },
-                    })
-                }
-            }
-        })
-    }
-}
-
-/// The time in a Codex rollout's name (`rollout-2025-05-07T17-24-21-<uuid>`), in ms since the
-/// epoch, read as UTC.
-pub fn name_time(harness: Harness, path: &Path) -> Option<i64> {
-    if harness != Harness::Codex {
-        return None;
-    }
-    let stem = path.file_stem()?.to_str()?;
-    let stamp = stem.strip_prefix("rollout-")?.get(..19)?;
-    let (date, clock) = stamp.split_once('T')?;
-    crate::text::rfc3339_ms(&format!("{date}T{}Z", clock.replace('-', ":")))
-}
-
 /// The session key: a hash of the harness and its session id, so harnesses never collide.
 pub fn session_key(harness: Harness, native_id: &str) -> u64 {
     let mut bytes = Vec::with_capacity(native_id.len() + 16);
@@ -595,24 +313,6 @@ pub fn session_key(harness: Harness, native_id: &str) -> u64 {
     bytes.push(0);
     bytes.extend_from_slice(native_id.as_bytes());
     xxhash_rust::xxh3::xxh3_64(&bytes).max(1)
-}
-
-/// Codex names rollouts `rollout-<timestamp>-<session uuid>`.
-fn codex_session_id(stem: &str) -> Option<&str> {
-    let tail = stem.get(stem.len().checked_sub(36)?..)?;
-    is_uuid(tail).then_some(tail)
-}
-
-/// A UUID in its usual text form.
-fn is_uuid(text: &str) -> bool {
-    text.len() == 36
-        && text.char_indices().all(|(i, c)| {
-            if [8, 13, 18, 23].contains(&i) {
-                c == '-'
-            } else {
-                c.is_ascii_hexdigit()
-            }
-        })
 }
 
 /// The harness `path` looks like, when that is not `given` (a likely mistake on the command
@@ -623,162 +323,37 @@ fn other_harness(path: &Path, given: Harness) -> Option<Harness> {
 
 /// Decides the harness from the path and the first records.
 fn sniff(path: &Path) -> Result<Harness, String> {
-    let text = path.to_string_lossy();
-    let hints = [
-        ("/.codex/", Harness::Codex),
-        ("/.claude/", Harness::ClaudeCode),
-        ("/.gemini/", Harness::GeminiCli),
-        ("/.qwen/", Harness::QwenCode),
-        ("/.copilot/", Harness::CopilotCli),
-        ("/.factory/", Harness::Droid),
-        ("/.cursor/", Harness::Cursor),
-        ("/opencode/", Harness::OpenCode),
-    ];
-    if let Some((_, harness)) = hints.iter().find(|(hint, _)| text.contains(hint)) {
-        return Ok(*harness);
+    if let Some(harness) = harness::detect_path(&path.to_string_lossy()) {
+        return Ok(harness);
     }
-    match path.extension().and_then(|e| e.to_str()) {
-        Some("vscdb") => return Ok(Harness::Cursor),
-        Some("db") => return Ok(Harness::OpenCode),
-        _ => {}
+    if let Some(harness) = harness::detect_store(path) {
+        return Ok(harness);
     }
     let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
     if path.extension().is_some_and(|e| e == "json") {
-        // A whole-file session: the TypeScript Codex CLI's `{"session", "items"}`, Gemini
-        // CLI's and Qwen Code's `{"sessionId", "messages"}`, an older Copilot CLI's
-        // `{"sessionId", "chatMessages", "timeline"}`, an OpenCode session's `{"id": "ses_…"}`
-        // or export's `{"info": {"id": "ses_…"}, "messages"}`.
+        // A whole-file session (or an export of one).
         drop(file);
         let bytes = rendered::read_source(path).map_err(|e| e.to_string())?;
         let whole: Value = serde_json::from_slice(rendered::json_document(&bytes))
             .map_err(|e| format!("not valid JSON: {e}"))?;
-        let qwen_messages = whole
-            .get("messages")
-            .and_then(Value::as_array)
-            .is_some_and(|m| {
-                m.iter()
-                    .any(|m| m.get("type").and_then(Value::as_str) == Some("qwen"))
-            });
-        return if whole.get("session").is_some() && whole.get("items").is_some() {
-            Ok(Harness::Codex)
-        } else if whole.get("sessionId").is_some()
-            && (whole.get("chatMessages").is_some() || whole.get("timeline").is_some())
-        {
-            Ok(Harness::CopilotCli)
-        } else if whole.get("sessionId").is_some() && whole.get("messages").is_some() {
-            Ok(if qwen_messages {
-                Harness::QwenCode
-            } else {
-                Harness::GeminiCli
-            })
-        } else if [whole.get("id"), whole.pointer("/info/id")]
-            .into_iter()
-            .flatten()
-            .any(|id| id.as_str().is_some_and(|id| id.starts_with("ses_")))
-        {
-            // An OpenCode session of its JSON tree, or one `opencode export` wrote.
-            Ok(Harness::OpenCode)
-        } else {
-            Err("a .json file that is not a session of a known harness".into())
-        };
+        return harness::detect_document(&whole)
+            .ok_or_else(|| "a .json file that is not a session of a known harness".into());
     }
     for line in BufReader::new(file).lines().take(50) {
         let line = line.map_err(|e| e.to_string())?;
         let Ok(Value::Object(record)) = serde_json::from_str::<Value>(&line) else {
             continue;
         };
-        if let Some(harness) = sniff_record(&record) {
+        if let Some(harness) = harness::detect_record(&record) {
             return Ok(harness);
         }
     }
     Err("not a session log of a known harness (use --harness to say which)".into())
 }
 
-/// The harness whose log `record` is positive evidence of: a shape only that harness writes.
-/// Records that several could have written (a bare `{"type": "message"}`) say nothing.
-fn sniff_record(record: &serde_json::Map<String, Value>) -> Option<Harness> {
-    let has = |key: &str| record.contains_key(key);
-    let kind = record.get("type").and_then(Value::as_str).unwrap_or("");
-    let message = record.get("message").filter(|m| m.is_object());
-    // Codex: an envelope around a payload, or (mid-2025, before `session_meta`) a bare
-    // metadata line, `record_type` state lines and items in the Responses API's shapes.
-    let codex_envelope = [
-        "session_meta",
-        "response_item",
-        "event_msg",
-        "turn_context",
-        "compacted",
-    ]
-    .contains(&kind)
-        && has("payload");
-    let codex_header = kind.is_empty() && has("id") && has("instructions");
-    let codex_item = match kind {
-        "message" => responses_content(record.get("content")),
-        "function_call" | "custom_tool_call" => has("call_id") && has("name"),
-        "function_call_output" | "custom_tool_call_output" => has("call_id") && has("output"),
-        "reasoning" => has("summary"),
-        "local_shell_call" | "web_search_call" => has("status") || has("action"),
-        _ => false,
-    };
-    if codex_envelope || codex_header || codex_item || has("record_type") && record.len() <= 2 {
-        return Some(Harness::Codex);
-    }
-    if has("sessionId") && has("projectHash") || has("$rewindTo") || has("$set") {
-        return Some(Harness::GeminiCli);
-    }
-    // Qwen Code's records hold model-style `parts` where Claude Code's hold `content`.
-    if has("uuid") && (has("systemPayload") || message.is_some_and(|m| m.get("parts").is_some())) {
-        return Some(Harness::QwenCode);
-    }
-    if has("data") && has("id") && kind.contains('.') {
-        return Some(Harness::CopilotCli);
-    }
-    // Droid: its own record kinds (a log opens with `session_start`). Its messages look like
-    // those of other harnesses (Pi, OpenClaw) and say nothing alone.
-    if [
-        "session_start",
-        "todo_state",
-        "compaction_state",
-        "agent_turn_outcome",
-    ]
-    .contains(&kind)
-    {
-        return Some(Harness::Droid);
-    }
-    if kind == "turn_ended" || !has("type") && has("role") && message.is_some() {
-        return Some(Harness::Cursor);
-    }
-    // Claude Code: its conversation links, or the records that open its logs.
-    let claude_linked = has("sessionId")
-        && (has("uuid") || has("parentUuid") || matches!(kind, "user" | "assistant"));
-    let claude_head =
-        kind == "summary" && has("leafUuid") || kind == "file-history-snapshot" && has("snapshot");
-    if claude_linked || claude_head {
-        return Some(Harness::ClaudeCode);
-    }
-    None
-}
-
-/// Content in the shape of OpenAI's Responses API items (`input_text`, `output_text`).
-fn responses_content(content: Option<&Value>) -> bool {
-    content.and_then(Value::as_array).is_some_and(|blocks| {
-        blocks.iter().any(|b| {
-            matches!(
-                b.get("type").and_then(Value::as_str),
-                Some("input_text" | "output_text" | "input_image" | "refusal")
-            )
-        })
-    })
-}
-
-/// Whether a log is an older form of a session its harness has moved elsewhere: a whole-file
-/// JSON session Gemini CLI migrated to JSON Lines (and left behind), an OpenCode session of the
-/// JSON tree its store imported, a Copilot CLI session its event log imported.
+/// Whether a log is an older form of a session its harness has moved elsewhere.
 fn superseded(file: &LogFile) -> bool {
-    matches!(
-        file.harness,
-        Harness::GeminiCli | Harness::QwenCode | Harness::OpenCode | Harness::CopilotCli
-    ) && file.path.extension().is_some_and(|e| e == "json")
+    harness::format(file.harness).superseded(&file.path)
 }
 
 /// One file per session. When one session ID is logged at several paths, the logs are told
@@ -898,10 +473,12 @@ mod tests {
     fn test_native_ids_come_from_file_names() {
         let uuid = "0194f3a2-7b1c-7d3e-9f00-1a2b3c4d5e6f";
         assert_eq!(
-            codex_session_id(&format!("rollout-2026-01-02T03-04-05-{uuid}")),
+            crate::harness::codex::session_id_of_name(&format!(
+                "rollout-2026-01-02T03-04-05-{uuid}"
+            )),
             Some(uuid)
         );
-        assert_eq!(codex_session_id("notes"), None);
+        assert_eq!(crate::harness::codex::session_id_of_name("notes"), None);
         let dir = std::env::temp_dir().join(format!("moraine-files-{}", std::process::id()));
         let sub = dir.join("proj").join("abc").join("subagents");
         std::fs::create_dir_all(&sub).unwrap();

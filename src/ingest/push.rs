@@ -15,7 +15,6 @@ use std::sync::{Arc, Mutex, Weak};
 
 use serde::{Deserialize, Serialize};
 
-use super::draft::SelfTools;
 use super::files::{self, LogFile, Origin};
 use super::reader::{
     Batch, Counters, FINGERPRINT_BYTES, LogBytes as _, ReadError, ReadSettings, Reader,
@@ -26,6 +25,7 @@ use super::{IngestError, read_settings, writer};
 use crate::config::Config;
 use crate::db::gate::WhenMigrating;
 use crate::db::{Db, DbError};
+use crate::harness::draft::SelfTools;
 use crate::rows::{CheckpointRow, RawChunkRow};
 use crate::vocab::Harness;
 
@@ -358,7 +358,7 @@ impl PushIngest {
             let Ok(described) = file else { continue };
             if append.offset == 0
                 || append.replace
-                || files::Identity::from_name(described.harness, &described.path).is_some()
+                || crate::harness::Identity::from_name(described.harness, &described.path).is_some()
             {
                 continue;
             }
@@ -943,10 +943,10 @@ fn describe(source: &str, log: &LogName, head: &[u8]) -> Result<LogFile, AppendE
         )));
     }
     let path = Path::new(&log.path);
-    let identity =
-        files::Identity::of(log.harness, path, || head).map(|identity| match &log.session {
+    let identity = crate::harness::Identity::of(log.harness, path, || head).map(|identity| {
+        match &log.session {
             Some(hint) if *hint != identity.native_id => {
-                let under = files::Identity::under(&identity.native_id, path);
+                let under = crate::harness::Identity::under(&identity.native_id, path);
                 if *hint == under.native_id {
                     under
                 } else {
@@ -954,7 +954,8 @@ fn describe(source: &str, log: &LogName, head: &[u8]) -> Result<LogFile, AppendE
                 }
             }
             _ => identity,
-        });
+        }
+    });
     files::describe_log(path, log.harness, source, Origin::Push, 0, identity)
         .map_err(|e| AppendError::Invalid(e.to_string()))
 }

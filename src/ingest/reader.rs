@@ -13,20 +13,12 @@ use std::os::unix::fs::FileExt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::adapter::AdapterOutput;
-use super::claude::{Claude, ClaudeState};
-use super::codex::{Codex, CodexState};
-use super::copilot::{Copilot, CopilotState};
-use super::cursor::{Cursor as CursorAdapter, CursorState};
-use super::draft::SelfTools;
-use super::droid::{Droid, DroidState};
-use super::files::{self, LogFile};
-use super::gemini::{Gemini, GeminiState};
-use super::opencode::{OpenCode, OpenCodeState};
-use super::qwen::{Qwen, QwenState};
+use super::files::LogFile;
 use super::redact::Redactor;
-use super::rendered;
 use super::session::{BuildSettings, SessionBuilder, SessionState};
+use crate::harness::adapter::AdapterOutput;
+use crate::harness::draft::SelfTools;
+use crate::harness::{AdapterState, ReadContext, rendered};
 use crate::rows::{CheckpointRow, EventRow, RawChunkRow, SessionRow, TurnRow};
 use crate::tokenize::Indexer;
 use crate::vocab::{EventType, Harness};
@@ -117,31 +109,10 @@ struct FileState {
     session: SessionState,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
-enum AdapterState {
-    Codex(CodexState),
-    Claude(ClaudeState),
-    Gemini(GeminiState),
-    Qwen(QwenState),
-    OpenCode(OpenCodeState),
-    Cursor(CursorState),
-    Copilot(CopilotState),
-    Droid(DroidState),
-}
-
 impl FileState {
     fn fresh(harness: Harness) -> Self {
         Self {
-            adapter: match harness {
-                Harness::Codex => AdapterState::Codex(CodexState::default()),
-                Harness::ClaudeCode => AdapterState::Claude(ClaudeState::default()),
-                Harness::GeminiCli => AdapterState::Gemini(GeminiState::default()),
-                Harness::QwenCode => AdapterState::Qwen(QwenState::default()),
-                Harness::OpenCode => AdapterState::OpenCode(OpenCodeState::default()),
-                Harness::Cursor => AdapterState::Cursor(CursorState::default()),
-                Harness::CopilotCli => AdapterState::Copilot(CopilotState::default()),
-                Harness::Droid => AdapterState::Droid(DroidState::default()),
-            },
+            adapter: AdapterState::fresh(harness),
             session: SessionState::default(),
         }
     }
@@ -855,7 +826,8 @@ fn resume_point(log: &DiskLog, file: &LogFile, stored: &Stored) -> io::Result<Re
 /// a Codex rollout's name, else when the log was last written, else now. It is kept in the
 /// checkpoint, and event IDs never depend on it.
 fn fallback_time(file: &LogFile, log: &dyn LogBytes) -> i64 {
-    files::name_time(file.harness, &file.path)
+    crate::harness::format(file.harness)
+        .name_time(&file.path)
         .or_else(|| log.modified_ms())
         .unwrap_or_else(crate::text::now_ms)
 }
@@ -898,23 +870,11 @@ impl Cursor<'_> {
         self_tools: &SelfTools,
         out: &mut AdapterOutput,
     ) {
-        match &mut self.adapter {
-            AdapterState::Codex(state) => Codex { state, self_tools }.read(record, raw, out),
-            AdapterState::Claude(state) => Claude {
-                state,
-                self_tools,
-                subagent_file: self.file.subagent,
-            }
-            .read(record, raw, out),
-            AdapterState::Gemini(state) => Gemini { state, self_tools }.read(record, raw, out),
-            AdapterState::Qwen(state) => Qwen { state, self_tools }.read(record, raw, out),
-            AdapterState::OpenCode(state) => OpenCode { state, self_tools }.read(record, raw, out),
-            AdapterState::Cursor(state) => {
-                CursorAdapter { state, self_tools }.read(record, raw, out);
-            }
-            AdapterState::Copilot(state) => Copilot { state, self_tools }.read(record, raw, out),
-            AdapterState::Droid(state) => Droid { state, self_tools }.read(record, raw, out),
-        }
+        let cx = ReadContext {
+            self_tools,
+            subagent_file: self.file.subagent,
+        };
+        self.adapter.read(&cx, record, raw, out);
         if let Some(title) = out.title.take() {
             self.builder.set_harness_title(&title);
         }

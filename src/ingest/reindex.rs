@@ -9,11 +9,11 @@ use std::time::{Duration, Instant};
 use super::files::{self, Origin};
 use super::push::{AppendError, read_archive};
 use super::reader::{DiskLog, Resume, Stored};
-use super::rendered;
 use super::{IngestError, pipeline, progress_bar, reader::Counters};
 use crate::config::Config;
 use crate::db::gate::WhenMigrating;
 use crate::db::{Db, DbError};
+use crate::harness::rendered;
 use crate::rows::CheckpointRow;
 use crate::vocab::Harness;
 
@@ -106,7 +106,7 @@ pub async fn run(
         let path = Path::new(&checkpoint.path);
         // An archive holds the log as read (rendered already); a log on disk is rendered again.
         let render_as = matches!(read_from, Source::Disk(_)).then_some(harness);
-        let identity = files::Identity::of(harness, path, || {
+        let identity = crate::harness::Identity::of(harness, path, || {
             files::read_head(read_from.path(), render_as)
         });
         let file = files::describe_log(path, harness, &checkpoint.source, origin, size, identity)

@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::draft::{Draft, Ending};
+use crate::harness::draft::{Draft, Ending};
 use crate::rows::{EventRow, SessionRow, TurnRow};
 use crate::text::{floor_char_boundary, preview};
 use crate::tokenize::Indexer;
@@ -78,7 +78,7 @@ pub struct TurnState {
     /// The latest parent-agent event other than bookkeeping: (key, type), for completing a
     /// turn when the next begins.
     pub last_event: Option<(u64, EventType)>,
-    /// That event may end the turn by itself (see [`crate::ingest::draft::Draft::may_end_turn`]).
+    /// That event may end the turn by itself (see [`crate::harness::draft::Draft::may_end_turn`]).
     #[serde(default)]
     pub last_may_end: bool,
     pub completed: bool,
@@ -654,8 +654,8 @@ mod tests {
 
     #[test]
     fn test_a_result_logged_before_its_call_is_named_by_the_call() {
-        use crate::ingest::adapter::ToolNames;
-        use crate::ingest::draft::SelfTools;
+        use crate::harness::adapter::ToolNames;
+        use crate::harness::draft::SelfTools;
         let mut b = SessionBuilder::new(7, SessionState::default(), settings());
         let (mut ev, mut tu, mut ix) = (Vec::new(), Vec::new(), Indexer::default());
         let mut tools = ToolNames::default();

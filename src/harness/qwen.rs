@@ -9,6 +9,8 @@
 //! and latest title. A turn starts at a prompt the user typed (a `user` record without a
 //! subtype); it ends at an answer without tool calls, a cancelled tool or a failed request.
 
+use super::identity::{Identity, dir_name, id_text, is_uuid, stem};
+use super::{DefaultSource, LogFormat, ReadContext};
 use std::collections::{HashMap, HashSet};
 use std::io;
 use std::path::Path;
@@ -405,6 +407,97 @@ fn system(subtype: &str, payload: &Value, ts: Option<i64>, raw: &str) -> Option<
     };
     draft.bookkeeping = true;
     Some(draft)
+}
+
+// ---- The harness's log format -------------------------------------------------------------
+
+/// Where Qwen Code keeps its logs and how they are recognised and named.
+pub(crate) struct Format;
+
+/// Reads one record of a Qwen Code log.
+pub(crate) fn read(
+    state: &mut QwenState,
+    cx: &ReadContext<'_>,
+    record: &Value,
+    raw: &str,
+    out: &mut AdapterOutput,
+) {
+    Qwen {
+        state,
+        self_tools: cx.self_tools,
+    }
+    .read(record, raw, out);
+}
+
+impl LogFormat for Format {
+    fn default_sources(&self) -> &'static [DefaultSource] {
+        &[
+            DefaultSource {
+                name: "qwen",
+                glob: "~/.qwen/projects/*/chats/*.jsonl",
+            },
+            DefaultSource {
+                name: "qwen-legacy",
+                glob: "~/.qwen/tmp/*/chats/session-*.json",
+            },
+        ]
+    }
+
+    fn path_hints(&self) -> &'static [&'static str] {
+        &["/.qwen/"]
+    }
+
+    fn scan_names(&self) -> &'static [&'static str] {
+        &["*.jsonl", "session-*.json"]
+    }
+
+    fn is_log_name(&self, path: &Path) -> bool {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        path.extension()
+            .is_some_and(|e| e == "json" || e == "jsonl")
+            && ![".meta.json", ".worktree.json", ".pr.json", ".ledger.jsonl"]
+                .iter()
+                .any(|sidecar| name.ends_with(sidecar))
+    }
+
+    /// Its records hold model-style `parts` where Claude Code's hold `content`.
+    fn detect_record(&self, record: &Map<String, Value>) -> bool {
+        let message = record.get("message").filter(|m| m.is_object());
+        record.contains_key("uuid")
+            && (record.contains_key("systemPayload")
+                || message.is_some_and(|m| m.get("parts").is_some()))
+    }
+
+    fn detect_document(&self, document: &Value) -> bool {
+        document.get("sessionId").is_some()
+            && document.get("messages").is_some()
+            && super::gemini::holds_qwen_messages(document)
+    }
+
+    /// `chats/<session>.jsonl`, `subagents/<parent session>/agent-<id>.jsonl`.
+    fn identity_from_name(&self, path: &Path) -> Option<Identity> {
+        let stem = stem(path)?;
+        if dir_name(path, 2)? == "subagents" {
+            return Some(Identity::child(format!("{}/{stem}", dir_name(path, 1)?)));
+        }
+        is_uuid(stem).then(|| Identity::main(stem))
+    }
+
+    fn identity_from_record(&self, record: &Map<String, Value>) -> Option<Identity> {
+        id_text(record.get("sessionId")).map(|id| Identity::main(&id))
+    }
+
+    fn is_rendered(&self, _path: &Path) -> bool {
+        true
+    }
+
+    fn render(&self, path: &Path) -> io::Result<Vec<u8>> {
+        render(&super::rendered::read_source(path)?, path)
+    }
+
+    fn superseded(&self, path: &Path) -> bool {
+        path.extension().is_some_and(|e| e == "json")
+    }
 }
 
 #[cfg(test)]

@@ -10,6 +10,8 @@
 //! stay: they were said. A turn starts at a prompt the user typed; it ends at an answer with no
 //! tool calls, a cancellation or an error.
 
+use super::identity::{Identity, dir_name, id_text, stem};
+use super::{DefaultSource, LogFormat, ReadContext};
 use std::collections::HashMap;
 use std::io;
 use std::path::Path;
@@ -536,6 +538,103 @@ pub(crate) fn display_text(display: &Value) -> String {
         }
         other => other.to_string(),
     }
+}
+
+// ---- The harness's log format -------------------------------------------------------------
+
+/// Where Gemini CLI keeps its logs and how they are recognised and named.
+pub(crate) struct Format;
+
+/// Reads one record of a Gemini CLI log.
+pub(crate) fn read(
+    state: &mut GeminiState,
+    cx: &ReadContext<'_>,
+    record: &Value,
+    raw: &str,
+    out: &mut AdapterOutput,
+) {
+    Gemini {
+        state,
+        self_tools: cx.self_tools,
+    }
+    .read(record, raw, out);
+}
+
+impl LogFormat for Format {
+    fn default_sources(&self) -> &'static [DefaultSource] {
+        &[DefaultSource {
+            name: "gemini",
+            glob: "~/.gemini/tmp/*/chats/**/*.json*",
+        }]
+    }
+
+    fn path_hints(&self) -> &'static [&'static str] {
+        &["/.gemini/"]
+    }
+
+    fn scan_names(&self) -> &'static [&'static str] {
+        &["*.jsonl", "session-*.json"]
+    }
+
+    fn is_log_name(&self, path: &Path) -> bool {
+        path.extension()
+            .is_some_and(|e| e == "json" || e == "jsonl")
+    }
+
+    fn detect_record(&self, record: &Map<String, Value>) -> bool {
+        let has = |key: &str| record.contains_key(key);
+        has("sessionId") && has("projectHash") || has("$rewindTo") || has("$set")
+    }
+
+    /// `{"sessionId", "messages"}` (Qwen Code's holds `qwen` messages; Copilot CLI's older
+    /// sessions `chatMessages` and a `timeline`).
+    fn detect_document(&self, document: &Value) -> bool {
+        document.get("sessionId").is_some()
+            && document.get("messages").is_some()
+            && !holds_qwen_messages(document)
+            && document.get("chatMessages").is_none()
+            && document.get("timeline").is_none()
+    }
+
+    /// `chats/<parent session>/<agent>.jsonl`; main chats are named by time and the first 8
+    /// characters of their id only.
+    fn identity_from_name(&self, path: &Path) -> Option<Identity> {
+        let (session, stem) = (dir_name(path, 1)?, stem(path)?);
+        (dir_name(path, 2)? == "chats").then(|| Identity::child(format!("{session}/{stem}")))
+    }
+
+    /// A chat's header (as written, or rendered).
+    fn identity_from_record(&self, record: &Map<String, Value>) -> Option<Identity> {
+        let session = id_text(record.get("sessionId"))?;
+        Some(Identity {
+            native_id: session,
+            subagent: record.get("kind").and_then(Value::as_str) == Some("subagent"),
+        })
+    }
+
+    fn is_rendered(&self, _path: &Path) -> bool {
+        true
+    }
+
+    fn render(&self, path: &Path) -> io::Result<Vec<u8>> {
+        render(&super::rendered::read_source(path)?, path)
+    }
+
+    /// A whole-file session Gemini CLI migrated to JSON Lines (and left behind).
+    fn superseded(&self, path: &Path) -> bool {
+        path.extension().is_some_and(|e| e == "json")
+    }
+}
+
+/// Whether a whole-file session's messages are Qwen Code's.
+pub(crate) fn holds_qwen_messages(document: &Value) -> bool {
+    document
+        .get("messages")
+        .and_then(Value::as_array)
+        .is_some_and(|m| {
+            m.iter()
+                .any(|m| m.get("type").and_then(Value::as_str) == Some("qwen"))
+        })
 }
 
 #[cfg(test)]

@@ -7,6 +7,12 @@
 //! at an API-error record. Sub-agent files (`…/subagents/agent-*.jsonl`) are sessions of their
 //! own, in which the sub-agent's prompts do start turns.
 
+use std::path::Path;
+
+use serde_json::Map;
+
+use super::identity::{Identity, dir_name, id_text, is_uuid, stem};
+use super::{DefaultSource, LogFormat, ReadContext};
 use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
@@ -550,6 +556,76 @@ fn search_result_text(content: &Value) -> String {
             .collect::<Vec<_>>()
             .join("\n"),
         other => content_text(other),
+    }
+}
+
+// ---- The harness's log format -------------------------------------------------------------
+
+/// Where Claude Code keeps its logs and how they are recognised and named.
+pub(crate) struct Format;
+
+/// Reads one record of a Claude Code log.
+pub(crate) fn read(
+    state: &mut ClaudeState,
+    cx: &ReadContext<'_>,
+    record: &Value,
+    raw: &str,
+    out: &mut AdapterOutput,
+) {
+    Claude {
+        state,
+        self_tools: cx.self_tools,
+        subagent_file: cx.subagent_file,
+    }
+    .read(record, raw, out);
+}
+
+impl LogFormat for Format {
+    fn default_sources(&self) -> &'static [DefaultSource] {
+        &[DefaultSource {
+            name: "claude",
+            glob: "~/.claude/projects/**/*.jsonl",
+        }]
+    }
+
+    fn path_hints(&self) -> &'static [&'static str] {
+        &["/.claude/"]
+    }
+
+    /// Its conversation links, or the records that open its logs.
+    fn detect_record(&self, record: &Map<String, Value>) -> bool {
+        let has = |key: &str| record.contains_key(key);
+        let kind = record.get("type").and_then(Value::as_str).unwrap_or("");
+        let linked = has("sessionId")
+            && (has("uuid") || has("parentUuid") || matches!(kind, "user" | "assistant"));
+        let head = kind == "summary" && has("leafUuid")
+            || kind == "file-history-snapshot" && has("snapshot");
+        linked || head
+    }
+
+    /// `<session uuid>.jsonl` and `<session>/subagents/agent-<id>.jsonl`. A log named by its
+    /// session is taken at its word even when its first records name another session: a
+    /// resumed session begins with the history of the one it resumes.
+    fn identity_from_name(&self, path: &Path) -> Option<Identity> {
+        let stem = stem(path)?;
+        if dir_name(path, 1) == Some("subagents") {
+            let session = dir_name(path, 2)?;
+            return Some(Identity::child(format!("{session}/{stem}")));
+        }
+        is_uuid(stem).then(|| Identity::main(stem))
+    }
+
+    /// `sessionId`, and for a sub-agent's log (its records are a side chain with an
+    /// `agentId`) the agent within it.
+    fn identity_from_record(&self, record: &Map<String, Value>) -> Option<Identity> {
+        let session = id_text(record.get("sessionId"))?;
+        let sidechain = record.get("isSidechain").and_then(Value::as_bool);
+        Some(match id_text(record.get("agentId")) {
+            Some(agent) if sidechain == Some(true) => {
+                Identity::child(format!("{session}/agent-{agent}"))
+            }
+            _ => Identity::main(&session),
+        })
     }
 }
 

@@ -7,6 +7,12 @@
 //! (not a hook's, not one hidden from them); it ends at `agent_turn_outcome`, or, in logs from
 //! before that record, at an answer with no tool calls that nothing but bookkeeping follows.
 
+use std::path::Path;
+
+use serde_json::Map;
+
+use super::identity::{Identity, is_uuid, stem};
+use super::{DefaultSource, LogFormat, ReadContext};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -204,6 +210,61 @@ fn exit_status(text: &str) -> Option<i32> {
         return rest[..rest.find(')')?].trim().parse().ok();
     }
     exit_code_in_text(text)
+}
+
+// ---- The harness's log format -------------------------------------------------------------
+
+/// Where Droid keeps its logs and how they are recognised and named.
+pub(crate) struct Format;
+
+/// Reads one record of a Droid log.
+pub(crate) fn read(
+    state: &mut DroidState,
+    cx: &ReadContext<'_>,
+    record: &Value,
+    raw: &str,
+    out: &mut AdapterOutput,
+) {
+    Droid {
+        state,
+        self_tools: cx.self_tools,
+    }
+    .read(record, raw, out);
+}
+
+impl LogFormat for Format {
+    fn default_sources(&self) -> &'static [DefaultSource] {
+        &[DefaultSource {
+            name: "droid",
+            glob: "~/.factory/sessions/**/*.jsonl",
+        }]
+    }
+
+    fn path_hints(&self) -> &'static [&'static str] {
+        &["/.factory/"]
+    }
+
+    fn is_log_name(&self, path: &Path) -> bool {
+        path.extension().is_some_and(|e| e == "jsonl")
+    }
+
+    /// Its own record kinds (a log opens with `session_start`). Its messages look like those
+    /// of other harnesses (Pi, OpenClaw) and say nothing alone.
+    fn detect_record(&self, record: &Map<String, Value>) -> bool {
+        let kind = record.get("type").and_then(Value::as_str).unwrap_or("");
+        [
+            "session_start",
+            "todo_state",
+            "compaction_state",
+            "agent_turn_outcome",
+        ]
+        .contains(&kind)
+    }
+
+    fn identity_from_name(&self, path: &Path) -> Option<Identity> {
+        let stem = stem(path)?;
+        is_uuid(stem).then(|| Identity::main(stem))
+    }
 }
 
 #[cfg(test)]

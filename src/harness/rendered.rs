@@ -13,7 +13,6 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use super::files;
 use crate::vocab::Harness;
 
 /// Largest source read into memory to be rendered.
@@ -81,8 +80,7 @@ pub fn store_session(path: &Path) -> Option<(PathBuf, &str)> {
     let text = path.to_str()?;
     let (store, session) = text.rsplit_once(STORE_SESSION_SEPARATOR)?;
     // Only a store's name comes before the separator: a log named `notes#2.jsonl` is a file.
-    let is_store = [".db", ".vscdb"].iter().any(|ext| store.ends_with(ext));
-    (is_store && !session.is_empty() && !session.contains('/'))
+    (super::is_store_name(store) && !session.is_empty() && !session.contains('/'))
         .then(|| (PathBuf::from(store), session))
 }
 
@@ -96,13 +94,7 @@ pub fn store_session_path(store: &Path, session: &str) -> PathBuf {
 
 /// Whether the log at `path` is read rendered rather than as the bytes on disk.
 pub fn is_rendered(harness: Harness, path: &Path) -> bool {
-    let json = path.extension().is_some_and(|e| e == "json");
-    match harness {
-        Harness::Codex | Harness::CopilotCli => json,
-        Harness::GeminiCli | Harness::QwenCode | Harness::OpenCode => true,
-        Harness::Cursor => store_session(path).is_some(),
-        Harness::ClaudeCode | Harness::Droid => false,
-    }
+    super::format(harness).is_rendered(path)
 }
 
 /// The file a log is read from: a store for each of its sessions, else the log itself.
@@ -121,33 +113,16 @@ pub fn backing_file(path: &Path) -> PathBuf {
 /// The sessions of the store at `path` with an estimate of their size, or `None` when `path`
 /// is not a store of `harness`.
 pub fn store_sessions(harness: Harness, path: &Path) -> Option<io::Result<Vec<(String, u64)>>> {
-    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-    match (harness, ext) {
-        (Harness::OpenCode, "db") => Some(super::opencode::sessions(path)),
-        (Harness::Cursor, "vscdb") => Some(super::cursor::sessions(path)),
-        _ => None,
-    }
+    super::is_store(harness, path).then(|| super::format(harness).store_sessions(path))
 }
 
 /// Renders the log at `path` as JSON Lines, or `None` when it is read as it is on disk.
 pub fn render(harness: Harness, path: &Path) -> io::Result<Option<Vec<u8>>> {
-    if !is_rendered(harness, path) {
+    let format = super::format(harness);
+    if !format.is_rendered(path) {
         return Ok(None);
     }
-    let bytes = match harness {
-        Harness::Codex => {
-            let file = std::fs::File::open(path)?;
-            let len = file.metadata()?.len();
-            files::whole_json_as_lines(file, len)?
-        }
-        Harness::GeminiCli => super::gemini::render(&read_source(path)?, path)?,
-        Harness::QwenCode => super::qwen::render(&read_source(path)?, path)?,
-        Harness::OpenCode => super::opencode::render(path)?,
-        Harness::Cursor => super::cursor::render(path)?,
-        Harness::CopilotCli => super::copilot::render_legacy(&read_source(path)?)?,
-        Harness::ClaudeCode | Harness::Droid => return Ok(None),
-    };
-    Ok(Some(bytes))
+    format.render(path).map(Some)
 }
 
 /// A source file's bytes, refused when too large to hold.

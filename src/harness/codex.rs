@@ -8,8 +8,12 @@
 //! user-role messages but is not user input. `compacted` replays old history in
 //! `replacement_history`; only its summary becomes an event, so replays never become turns.
 
+use std::path::Path;
+
+use super::identity::{Identity, id_text, is_uuid, stem};
+use super::{DefaultSource, LogFormat, ReadContext};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::adapter::{AdapterOutput, ToolNames};
 use super::draft::{
@@ -493,6 +497,145 @@ fn token_summary(payload: &Value) -> String {
         ),
         None => "token usage".into(),
     }
+}
+
+/// A whole-file JSON session — `{"session": {id, timestamp, instructions}, "items": [...]}`,
+/// as the TypeScript Codex CLI saved it — as JSON Lines: the session line, then one line per
+/// item, which is the shape of the Codex logs that followed it.
+pub(crate) fn render(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
+    let bytes = super::rendered::read_source(path)?;
+    let value: Value = serde_json::from_slice(&bytes)
+        .map_err(|e| super::rendered::invalid(format!("not valid JSON: {e}")))?;
+    let (Some(session @ Value::Object(_)), Some(Value::Array(items))) =
+        (value.get("session"), value.get("items"))
+    else {
+        return Err(super::rendered::invalid(
+            "a .json file that is not a Codex session ({\"session\", \"items\"})",
+        ));
+    };
+    let mut lines = Vec::with_capacity(bytes.len());
+    for record in std::iter::once(session).chain(items) {
+        serde_json::to_writer(&mut lines, record).map_err(std::io::Error::other)?;
+        lines.push(b'\n');
+    }
+    Ok(lines)
+}
+
+// ---- The harness's log format -------------------------------------------------------------
+
+/// Where Codex keeps its logs and how they are recognised and named.
+pub(crate) struct Format;
+
+/// Reads one record of a Codex log.
+pub(crate) fn read(
+    state: &mut CodexState,
+    cx: &ReadContext<'_>,
+    record: &Value,
+    raw: &str,
+    out: &mut AdapterOutput,
+) {
+    Codex {
+        state,
+        self_tools: cx.self_tools,
+    }
+    .read(record, raw, out);
+}
+
+impl LogFormat for Format {
+    fn default_sources(&self) -> &'static [DefaultSource] {
+        &[DefaultSource {
+            name: "codex",
+            glob: "~/.codex/sessions/**/rollout-*.json*",
+        }]
+    }
+
+    fn path_hints(&self) -> &'static [&'static str] {
+        &["/.codex/"]
+    }
+
+    fn scan_names(&self) -> &'static [&'static str] {
+        // The TypeScript CLI's whole-file sessions too.
+        &["*.jsonl", "rollout-*.json"]
+    }
+
+    /// An envelope around a payload, or (mid-2025, before `session_meta`) a bare metadata
+    /// line, `record_type` state lines and items in the Responses API's shapes.
+    fn detect_record(&self, record: &Map<String, Value>) -> bool {
+        let has = |key: &str| record.contains_key(key);
+        let kind = record.get("type").and_then(Value::as_str).unwrap_or("");
+        let envelope = [
+            "session_meta",
+            "response_item",
+            "event_msg",
+            "turn_context",
+            "compacted",
+        ]
+        .contains(&kind)
+            && has("payload");
+        let header = kind.is_empty() && has("id") && has("instructions");
+        let item = match kind {
+            "message" => responses_content(record.get("content")),
+            "function_call" | "custom_tool_call" => has("call_id") && has("name"),
+            "function_call_output" | "custom_tool_call_output" => has("call_id") && has("output"),
+            "reasoning" => has("summary"),
+            "local_shell_call" | "web_search_call" => has("status") || has("action"),
+            _ => false,
+        };
+        envelope || header || item || has("record_type") && record.len() <= 2
+    }
+
+    /// The TypeScript CLI's `{"session", "items"}`.
+    fn detect_document(&self, document: &Value) -> bool {
+        document.get("session").is_some() && document.get("items").is_some()
+    }
+
+    /// `rollout-<time>-<session uuid>`.
+    fn identity_from_name(&self, path: &Path) -> Option<Identity> {
+        session_id_of_name(stem(path)?).map(Identity::main)
+    }
+
+    /// `session_meta`'s id, or before `session_meta` existed the id of the opening record.
+    fn identity_from_record(&self, record: &Map<String, Value>) -> Option<Identity> {
+        let id = match record.get("type").and_then(Value::as_str) {
+            Some("session_meta") => id_text(record.get("payload").and_then(|p| p.get("id"))),
+            None => id_text(record.get("id")).filter(|_| record.contains_key("timestamp")),
+            Some(_) => None,
+        }?;
+        Some(Identity::main(&id))
+    }
+
+    /// The time in a rollout's name (`rollout-2025-05-07T17-24-21-<uuid>`), read as UTC.
+    fn name_time(&self, path: &Path) -> Option<i64> {
+        let stamp = stem(path)?.strip_prefix("rollout-")?.get(..19)?;
+        let (date, clock) = stamp.split_once('T')?;
+        crate::text::rfc3339_ms(&format!("{date}T{}Z", clock.replace('-', ":")))
+    }
+
+    fn is_rendered(&self, path: &Path) -> bool {
+        path.extension().is_some_and(|e| e == "json")
+    }
+
+    fn render(&self, path: &Path) -> std::io::Result<Vec<u8>> {
+        render(path)
+    }
+}
+
+/// The session uuid that ends a rollout's name.
+pub(crate) fn session_id_of_name(stem: &str) -> Option<&str> {
+    let tail = stem.get(stem.len().checked_sub(36)?..)?;
+    is_uuid(tail).then_some(tail)
+}
+
+/// Content in the shape of OpenAI's Responses API items (`input_text`, `output_text`).
+fn responses_content(content: Option<&Value>) -> bool {
+    content.and_then(Value::as_array).is_some_and(|blocks| {
+        blocks.iter().any(|b| {
+            matches!(
+                b.get("type").and_then(Value::as_str),
+                Some("input_text" | "output_text" | "input_image" | "refusal")
+            )
+        })
+    })
 }
 
 #[cfg(test)]

@@ -8,6 +8,8 @@
 //! starts at a user message with text the user wrote (not a synthetic one); it ends at an
 //! assistant message whose finish reason is not a request for tools, or at an error.
 
+use super::identity::{self, Identity, dir_name, id_text};
+use super::{DefaultSource, LogFormat, ReadContext};
 use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -640,4 +642,100 @@ impl OpenCode<'_> {
 /// OpenCode's placeholder titles.
 fn is_default_title(title: &str) -> bool {
     title.starts_with("New session - ") || title.starts_with("Child session - ")
+}
+
+// ---- The harness's log format -------------------------------------------------------------
+
+/// Where OpenCode keeps its logs and how they are recognised and named.
+pub(crate) struct Format;
+
+/// Reads one record of a OpenCode log.
+pub(crate) fn read(
+    state: &mut OpenCodeState,
+    cx: &ReadContext<'_>,
+    record: &Value,
+    raw: &str,
+    out: &mut AdapterOutput,
+) {
+    OpenCode {
+        state,
+        self_tools: cx.self_tools,
+    }
+    .read(record, raw, out);
+}
+
+impl LogFormat for Format {
+    fn default_sources(&self) -> &'static [DefaultSource] {
+        &[
+            DefaultSource {
+                name: "opencode",
+                glob: "~/.local/share/opencode/opencode*.db",
+            },
+            DefaultSource {
+                name: "opencode-legacy",
+                glob: "~/.local/share/opencode/storage/session/*/*.json",
+            },
+        ]
+    }
+
+    fn path_hints(&self) -> &'static [&'static str] {
+        &["/opencode/"]
+    }
+
+    fn scan_names(&self) -> &'static [&'static str] {
+        &["opencode.db", "ses_*.json"]
+    }
+
+    fn store_extensions(&self) -> &'static [&'static str] {
+        &["db"]
+    }
+
+    /// The store, and the JSON tree's session files (in `storage/session/<project>/`).
+    fn is_log_name(&self, path: &Path) -> bool {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("db") => true,
+            Some("json") => dir_name(path, 2) == Some("session"),
+            _ => false,
+        }
+    }
+
+    /// A session of its JSON tree (`{"id": "ses_…"}`), or one `opencode export` wrote
+    /// (`{"info": {"id": "ses_…"}, "messages"}`).
+    fn detect_document(&self, document: &Value) -> bool {
+        [document.get("id"), document.pointer("/info/id")]
+            .into_iter()
+            .flatten()
+            .any(|id| id.as_str().is_some_and(|id| id.starts_with("ses_")))
+    }
+
+    /// `storage/session/<project>/<session>.json`.
+    fn identity_from_name(&self, path: &Path) -> Option<Identity> {
+        let stem = identity::stem(path)?;
+        stem.starts_with("ses_").then(|| Identity::main(stem))
+    }
+
+    /// A rendered session's header (an export, a session of the tree).
+    fn identity_from_record(&self, record: &Map<String, Value>) -> Option<Identity> {
+        (record.get("record").and_then(Value::as_str) == Some("session"))
+            .then(|| id_text(record.get("id")))
+            .flatten()
+            .map(|id| Identity::main(&id))
+    }
+
+    fn is_rendered(&self, _path: &Path) -> bool {
+        true
+    }
+
+    fn render(&self, path: &Path) -> io::Result<Vec<u8>> {
+        render(path)
+    }
+
+    fn store_sessions(&self, path: &Path) -> io::Result<Vec<(String, u64)>> {
+        sessions(path)
+    }
+
+    /// A session of the JSON tree its store imported.
+    fn superseded(&self, path: &Path) -> bool {
+        path.extension().is_some_and(|e| e == "json")
+    }
 }

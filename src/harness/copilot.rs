@@ -8,6 +8,10 @@
 //! `abort` or at a `session.error`. A sub-agent's events sit in the same file, marked by
 //! `parentToolCallId` or `agentId`.
 
+use std::path::Path;
+
+use super::identity::{Identity, dir_name, id_text, is_uuid, stem};
+use super::{DefaultSource, LogFormat, ReadContext};
 use std::collections::HashMap;
 use std::io;
 
@@ -469,6 +473,112 @@ fn exited_with(text: &str) -> Option<i32> {
     let at = text.rfind("<exited with exit code ")?;
     let rest = &text[at + "<exited with exit code ".len()..];
     rest[..rest.find('>')?].trim().parse().ok()
+}
+
+// ---- The harness's log format -------------------------------------------------------------
+
+/// Where Copilot CLI keeps its logs and how they are recognised and named.
+pub(crate) struct Format;
+
+/// Reads one record of a Copilot CLI log.
+pub(crate) fn read(
+    state: &mut CopilotState,
+    cx: &ReadContext<'_>,
+    record: &Value,
+    raw: &str,
+    out: &mut AdapterOutput,
+) {
+    Copilot {
+        state,
+        self_tools: cx.self_tools,
+    }
+    .read(record, raw, out);
+}
+
+impl LogFormat for Format {
+    fn default_sources(&self) -> &'static [DefaultSource] {
+        &[
+            DefaultSource {
+                name: "copilot",
+                glob: "~/.copilot/session-state/**/*.jsonl",
+            },
+            DefaultSource {
+                name: "copilot-legacy",
+                glob: "~/.copilot/history-session-state/session_*.json",
+            },
+        ]
+    }
+
+    fn path_hints(&self) -> &'static [&'static str] {
+        &["/.copilot/"]
+    }
+
+    fn scan_names(&self) -> &'static [&'static str] {
+        &["*.jsonl", "session_*.json"]
+    }
+
+    fn is_log_name(&self, path: &Path) -> bool {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("jsonl") => true,
+            Some("json") => name.starts_with("session_"),
+            _ => false,
+        }
+    }
+
+    fn detect_record(&self, record: &Map<String, Value>) -> bool {
+        let kind = record.get("type").and_then(Value::as_str).unwrap_or("");
+        record.contains_key("data") && record.contains_key("id") && kind.contains('.')
+    }
+
+    /// An older session: `{"sessionId", "chatMessages", "timeline"}`.
+    fn detect_document(&self, document: &Value) -> bool {
+        document.get("sessionId").is_some()
+            && (document.get("chatMessages").is_some() || document.get("timeline").is_some())
+    }
+
+    /// `session-state/<session>/events.jsonl`, the older `session-state/<session>.jsonl`, and
+    /// before those `history-session-state/session_<session>_<ms>.json`.
+    fn identity_from_name(&self, path: &Path) -> Option<Identity> {
+        let stem = stem(path)?;
+        let parent = dir_name(path, 1)?;
+        let legacy = stem
+            .strip_prefix("session_")
+            .and_then(|rest| rest.rsplit_once('_'))
+            .filter(|(_, ms)| ms.bytes().all(|b| b.is_ascii_digit()))
+            .map(|(id, _)| id);
+        if stem == "events" && is_uuid(parent) {
+            Some(Identity::main(parent))
+        } else if let Some(id) = legacy.filter(|id| is_uuid(id)) {
+            Some(Identity::main(id))
+        } else {
+            is_uuid(stem).then(|| Identity::main(stem))
+        }
+    }
+
+    /// A rendered older session's header, or `session.start`.
+    fn identity_from_record(&self, record: &Map<String, Value>) -> Option<Identity> {
+        id_text(record.get("sessionId"))
+            .filter(|_| record.get("record").is_some())
+            .or_else(|| {
+                id_text(record.get("data").and_then(|d| d.get("sessionId")))
+                    .filter(|_| record.get("type").and_then(Value::as_str) == Some("session.start"))
+            })
+            .map(|id| Identity::main(&id))
+    }
+
+    fn is_rendered(&self, path: &Path) -> bool {
+        path.extension().is_some_and(|e| e == "json")
+    }
+
+    fn render(&self, path: &Path) -> io::Result<Vec<u8>> {
+        render_legacy(&super::rendered::read_source(path)?)
+    }
+
+    /// A session its event log imported.
+    fn superseded(&self, path: &Path) -> bool {
+        path.extension().is_some_and(|e| e == "json")
+    }
 }
 
 #[cfg(test)]

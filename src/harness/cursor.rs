@@ -7,6 +7,8 @@
 //! ends at an answer that nothing but bookkeeping follows (a bubble still being generated is
 //! rewritten, and the conversation rendered again); in a transcript at its `turn_ended` line.
 
+use super::identity::{Identity, is_uuid, stem};
+use super::{DefaultSource, LogFormat, ReadContext};
 use std::io;
 use std::path::Path;
 
@@ -496,6 +498,99 @@ fn tag_time(tag: &str) -> Option<i64> {
     let at = time::PrimitiveDateTime::new(date, clock).assume_offset(offset);
     i64::try_from(at.unix_timestamp_nanos() / 1_000_000).ok()
 }
+
+// ---- The harness's log format -------------------------------------------------------------
+
+/// Where Cursor keeps its logs and how they are recognised and named.
+pub(crate) struct Format;
+
+/// Reads one record of a Cursor log.
+pub(crate) fn read(
+    state: &mut CursorState,
+    cx: &ReadContext<'_>,
+    record: &Value,
+    raw: &str,
+    out: &mut AdapterOutput,
+) {
+    Cursor {
+        state,
+        self_tools: cx.self_tools,
+    }
+    .read(record, raw, out);
+}
+
+impl LogFormat for Format {
+    fn default_sources(&self) -> &'static [DefaultSource] {
+        &[
+            DefaultSource {
+                name: "cursor",
+                glob: "~/.cursor/projects/*/agent-transcripts/**/*.jsonl",
+            },
+            DefaultSource {
+                name: "cursor-store",
+                glob: GLOBAL_STORE,
+            },
+            DefaultSource {
+                name: "cursor-workspaces",
+                glob: WORKSPACE_STORES,
+            },
+        ]
+    }
+
+    fn path_hints(&self) -> &'static [&'static str] {
+        &["/.cursor/"]
+    }
+
+    fn scan_names(&self) -> &'static [&'static str] {
+        &["*.jsonl", "*.vscdb"]
+    }
+
+    fn store_extensions(&self) -> &'static [&'static str] {
+        &["vscdb"]
+    }
+
+    fn is_log_name(&self, path: &Path) -> bool {
+        path.extension()
+            .is_some_and(|e| e == "jsonl" || e == "vscdb")
+    }
+
+    fn detect_record(&self, record: &Map<String, Value>) -> bool {
+        let kind = record.get("type").and_then(Value::as_str);
+        let message = record.get("message").filter(|m| m.is_object());
+        kind == Some("turn_ended")
+            || kind.is_none() && record.contains_key("role") && message.is_some()
+    }
+
+    /// `agent-transcripts/<session>.jsonl` or `agent-transcripts/<session>/<session>.jsonl`.
+    fn identity_from_name(&self, path: &Path) -> Option<Identity> {
+        let stem = stem(path)?;
+        is_uuid(stem).then(|| Identity::main(stem))
+    }
+
+    /// A conversation of a store; the transcripts are read as they are.
+    fn is_rendered(&self, path: &Path) -> bool {
+        rendered::store_session(path).is_some()
+    }
+
+    fn render(&self, path: &Path) -> io::Result<Vec<u8>> {
+        render(path)
+    }
+
+    fn store_sessions(&self, path: &Path) -> io::Result<Vec<(String, u64)>> {
+        sessions(path)
+    }
+}
+
+/// Where Cursor keeps its `User` directory's stores (on Windows: `%APPDATA%\\Cursor\\User`).
+#[cfg(target_os = "macos")]
+const GLOBAL_STORE: &str = "~/Library/Application Support/Cursor/User/globalStorage/state.vscdb";
+#[cfg(target_os = "macos")]
+const WORKSPACE_STORES: &str =
+    "~/Library/Application Support/Cursor/User/workspaceStorage/*/state.vscdb";
+#[cfg(not(target_os = "macos"))]
+const GLOBAL_STORE: &str = "~/.config/Cursor/User/globalStorage/state.vscdb";
+#[cfg(not(target_os = "macos"))]
+const WORKSPACE_STORES: &str = "~/.config/Cursor/User/workspaceStorage/*/state.vscdb";
 
 #[cfg(test)]
 mod tests {
