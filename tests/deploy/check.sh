@@ -388,9 +388,17 @@ for name, svc in services.items():
 mcp = services.get("moraine-mcp", {})
 env = mcp.get("environment", {})
 try:
+    # Tokens come from auth.tokens or from the token variables every command reads
+    # (MORAINE_MCP_TOKEN, a read token; MORAINE_MCP_TEAM_TOKENS, inline tables).
     tokens = tomllib.loads("v = " + env.get("MORAINE_MCP_AUTH__TOKENS", "[]"))["v"]
-    if not tokens or any(len(t.get("token", "")) < 16 or not t.get("name") for t in tokens):
-        problem("docker-compose.yml", "moraine-mcp needs auth.tokens with a name and a 16+ character token")
+    if env.get("MORAINE_MCP_TOKEN", "").strip():
+        tokens.append({"name": "agents", "token": env["MORAINE_MCP_TOKEN"].strip()})
+    team = env.get("MORAINE_MCP_TEAM_TOKENS", "").strip()
+    if team:
+        tokens += tomllib.loads("v = " + (team if team.startswith("[") else f"[{team}]"))["v"]
+    if not tokens or any(len(t.get("token", "").strip()) < 16 or not t.get("name") for t in tokens):
+        problem("docker-compose.yml", "moraine-mcp needs a token (MORAINE_MCP_TOKEN or auth.tokens) "
+                "with a name and 16+ characters")
     hosts = tomllib.loads("v = " + env.get("MORAINE_MCP_SERVER__ALLOWED_HOSTS", "[]"))["v"]
     if "moraine-mcp" not in hosts:
         problem("docker-compose.yml", "server.allowed_hosts must include the service name moraine-mcp")
