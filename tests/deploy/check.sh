@@ -7,6 +7,12 @@
 #      Dockerfile              every file the crate compiles in (include_str!) is copied and not
 #                              excluded by .dockerignore; pinned bases, non-root user, HEALTHCHECK.
 #                              (The image itself is not built here: that needs a Docker engine.)
+#      deploy/systemd/         the team server's unit: the keys docs/team.md relies on (user, state
+#                              directory, environment file, `up --no-ingest` on loopback, restart,
+#                              a stop that lets moraine-mcp finish, hardening); its MORAINE_MCP_*
+#                              variables are settings of config/moraine-mcp.toml; its `up` options
+#                              exist (`up --help` of a built target/ binary, when there is one);
+#                              `systemd-analyze verify` when available.
 #   2. openapi/openapi.yaml    Redocly CLI lint (recommended-strict), and its paths against the
 #                              routes in src/server.rs.
 #   3. deploy/prometheus/      structure, PromQL syntax, metric names and bucket edges against
@@ -245,6 +251,139 @@ PYTHON
     echo "ok: 2 shards x 2 replicas and 3 Keeper nodes, named alike in compose, cluster.xml and keeper.xml"
 }
 
+# deploy/systemd/moraine-mcp.service: the system service docs/team.md installs.
+check_systemd() {
+    step "deploy/systemd/moraine-mcp.service: the keys it needs, its settings and options"
+    local unit=deploy/systemd/moraine-mcp.service
+    [ -f "$unit" ] || fail "$unit is missing"
+    # A built binary's `up --help` names the options ExecStart may use (any build will do).
+    local binary="" help="$WORK/up-help.txt"
+    rm -f "$help"
+    for candidate in target/debug/moraine-mcp target/release/moraine-mcp; do
+        if [ -x "$candidate" ] && "$candidate" up --help >"$help" 2>/dev/null; then
+            binary=$candidate
+            break
+        fi
+    done
+    [ -n "$binary" ] || warn "no built moraine-mcp under target/: the unit's \`up\` options are not checked against \`up --help\`"
+    "${PYTHON:-python3}" - "$ROOT" "$unit" "$help" <<'PYTHON' || fail "the systemd unit is not what docs/team.md describes (above)"
+import re, shlex, sys, tomllib
+from pathlib import Path
+
+root, unit_path, help_path = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
+problems = []
+
+# systemd's unit syntax: [Section] headers, Key=Value lines (a key may repeat), # or ; comments.
+sections, section = {}, None
+for number, raw in enumerate((root / unit_path).read_text().splitlines(), 1):
+    line = raw.strip()
+    if not line or line[0] in "#;":
+        continue
+    if line.startswith("[") and line.endswith("]"):
+        section = sections.setdefault(line[1:-1], {})
+        continue
+    if section is None or "=" not in line:
+        problems.append(f"line {number}: not a Key=Value line inside a section: {raw!r}")
+        continue
+    key, value = (part.strip() for part in line.split("=", 1))
+    section.setdefault(key, []).append(value)
+
+def values(name, key):
+    return sections.get(name, {}).get(key, [])
+
+def one(name, key):
+    found = values(name, key)
+    if len(found) != 1:
+        problems.append(f"[{name}] {key}: expected one value, found {found}")
+        return ""
+    return found[0]
+
+for name in ("Unit", "Service", "Install"):
+    if name not in sections:
+        problems.append(f"no [{name}] section")
+
+expected = {
+    "User": "moraine",
+    "StateDirectory": "moraine-mcp",
+    "EnvironmentFile": "/etc/moraine-mcp/env",
+    "Restart": "on-failure",
+    "KillMode": "mixed",
+    "NoNewPrivileges": "true",
+    "ProtectSystem": "strict",
+    "ProtectHome": "true",
+    "PrivateTmp": "true",
+}
+for key, want in expected.items():
+    got = one("Service", key)
+    if got and got != want:
+        problems.append(f"[Service] {key}={got}, expected {want}")
+if "multi-user.target" not in values("Install", "WantedBy"):
+    problems.append("[Install] WantedBy must include multi-user.target")
+
+# Environment=: every MORAINE_MCP_ variable is a setting of config/moraine-mcp.toml.
+config = tomllib.loads((root / "config/moraine-mcp.toml").read_text())
+environment = {}
+for value in values("Service", "Environment"):
+    for assignment in shlex.split(value):
+        name, _, setting = assignment.partition("=")
+        environment[name] = setting
+for name in environment:
+    if not name.startswith("MORAINE_MCP_"):
+        continue
+    path = [part.lower() for part in name[len("MORAINE_MCP_"):].split("__")]
+    node = config
+    for part in path:
+        node = node.get(part) if isinstance(node, dict) else None
+    if len(path) < 2 or node is None or isinstance(node, dict):
+        problems.append(f"Environment={name}: no such setting in config/moraine-mcp.toml")
+if environment.get("MORAINE_MCP_EMBEDDED__DATA_DIR") != "/var/lib/moraine-mcp":
+    problems.append("Environment=MORAINE_MCP_EMBEDDED__DATA_DIR must be /var/lib/moraine-mcp (the state directory)")
+
+# ExecStart: `up --no-ingest` on loopback.
+argv = shlex.split(one("Service", "ExecStart"))
+if argv[:2] != ["/usr/local/bin/moraine-mcp", "up"]:
+    problems.append(f"ExecStart must run /usr/local/bin/moraine-mcp up, not {argv[:2]}")
+if "--no-ingest" not in argv:
+    problems.append("ExecStart: a team server runs `up --no-ingest`")
+listen = next((argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--listen"), None)
+if not listen or not re.fullmatch(r"127\.0\.0\.1:\d+", listen):
+    problems.append(f"ExecStart: --listen must be a loopback address behind the proxy, not {listen!r}")
+options = [a.split("=", 1)[0] for a in argv[2:] if a.startswith("--")]
+if help_path.exists():
+    help_text = help_path.read_text()
+    for option in options:
+        if not re.search(rf"(^|\s){re.escape(option)}\b", help_text):
+            problems.append(f"ExecStart: `moraine-mcp up` has no option {option}")
+
+# A graceful stop: moraine-mcp gets SIGTERM alone, and time for in-flight requests and its engine.
+stop = one("Service", "TimeoutStopSec")
+grace = config["server"]["shutdown_grace_secs"]
+if stop and not (stop.isdigit() and int(stop) >= grace + 30):
+    problems.append(f"TimeoutStopSec={stop}: needs whole seconds, at least server.shutdown_grace_secs ({grace}) + 30")
+
+for p in problems:
+    print("problem:", p)
+sys.exit(1 if problems else 0)
+PYTHON
+    if command -v systemd-analyze >/dev/null; then
+        # verify wants ExecStart's program to exist: a copy runs an executable that does.
+        local copy=$WORK/systemd
+        rm -rf "$copy" && mkdir -p "$copy"
+        sed "s#^ExecStart=/usr/local/bin/moraine-mcp#ExecStart=$(command -v true)#" "$unit" >"$copy/moraine-mcp.service"
+        local out
+        out=$(systemd-analyze verify --man=no "$copy/moraine-mcp.service" 2>&1) ||
+            fail "systemd-analyze verify rejected $unit: $out"
+        # It reports unknown keys and bad values without failing: any word about the unit is one.
+        if grep -F "moraine-mcp.service" <<<"$out"; then
+            fail "systemd-analyze verify found problems in $unit (above)"
+        fi
+        echo "ok: the unit has every key docs/team.md relies on; systemd-analyze verify is clean"
+    else
+        warn "systemd-analyze not found: $unit checked by its keys only"
+        echo "ok: the unit has every key docs/team.md relies on"
+    fi
+}
+
 # ------------------------------------------------------------------------------------------
 # 2. openapi/openapi.yaml
 # ------------------------------------------------------------------------------------------
@@ -388,9 +527,17 @@ for name, svc in services.items():
 mcp = services.get("moraine-mcp", {})
 env = mcp.get("environment", {})
 try:
+    # Tokens come from auth.tokens or from the token variables every command reads
+    # (MORAINE_MCP_TOKEN, a read token; MORAINE_MCP_TEAM_TOKENS, inline tables).
     tokens = tomllib.loads("v = " + env.get("MORAINE_MCP_AUTH__TOKENS", "[]"))["v"]
-    if not tokens or any(len(t.get("token", "")) < 16 or not t.get("name") for t in tokens):
-        problem("docker-compose.yml", "moraine-mcp needs auth.tokens with a name and a 16+ character token")
+    if env.get("MORAINE_MCP_TOKEN", "").strip():
+        tokens.append({"name": "agents", "token": env["MORAINE_MCP_TOKEN"].strip()})
+    team = env.get("MORAINE_MCP_TEAM_TOKENS", "").strip()
+    if team:
+        tokens += tomllib.loads("v = " + (team if team.startswith("[") else f"[{team}]"))["v"]
+    if not tokens or any(len(t.get("token", "").strip()) < 16 or not t.get("name") for t in tokens):
+        problem("docker-compose.yml", "moraine-mcp needs a token (MORAINE_MCP_TOKEN or auth.tokens) "
+                "with a name and 16+ characters")
     hosts = tomllib.loads("v = " + env.get("MORAINE_MCP_SERVER__ALLOWED_HOSTS", "[]"))["v"]
     if "moraine-mcp" not in hosts:
         problem("docker-compose.yml", "server.allowed_hosts must include the service name moraine-mcp")
@@ -869,6 +1016,7 @@ ensure_promtool
 
 check_compose
 check_cluster_compose
+check_systemd
 check_openapi
 check_python
 check_promtool
