@@ -664,7 +664,7 @@ mod tests {
     }
 
     /// Precision and recall of the built-in rules on the two corpora. The figures are the
-    /// README's; run with `--nocapture` to see them.
+    /// ones in docs/harnesses.md; run with `--nocapture` to see them.
     #[test]
     fn test_precision_and_recall_on_code_and_secrets() {
         let r = Redactor::new(&RedactionConfig::default()).unwrap();

@@ -3,7 +3,7 @@
 //! or hung connection, every tool error a spec envelope with a documented code, memory flat.
 //!
 //! `MORAINE_FUZZ_CALLS` sets how many requests are sent (5,000 by default; the long form in the
-//! README sends 100,000) and `MORAINE_FUZZ_SEED` the generator's seed.
+//! docs/reliability.md sends 100,000) and `MORAINE_FUZZ_SEED` the generator's seed.
 
 use std::collections::BTreeMap;
 use std::io::Read as _;
