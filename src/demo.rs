@@ -42,6 +42,8 @@ pub(crate) const FILES: &[(&str, &str)] = &[
     demo_file!(
         "codex/2026/02/10/rollout-2026-02-10T08-31-15-37ab4478-d26c-42b2-86c4-6b6e4363efbf.jsonl"
     ),
+    demo_file!("continue/sessions/c7e2a914-5b3d-4f86-a0c1-9d4e7b2f6a38.json"),
+    demo_file!("continue/sessions/sessions.json"),
     demo_file!("copilot/session-state/6e384316-10c7-434e-a2f5-9911f9443475/events.jsonl"),
     demo_file!("cursor/User/globalStorage/state.vscdb.sql"),
     demo_file!("droid/sessions/-home-dev-src-harborctl/b5d8b6d9-0d1f-4982-9644-a74de75f397f.jsonl"),
@@ -54,6 +56,7 @@ pub(crate) const FILES: &[(&str, &str)] = &[
     demo_file!(
         "gemini/tmp/5e8b1c3d9a7f2e4b6c0d8a1f3e5b7c9d2a4f6e8b0c1d3e5f7a9b2c4d6e8f0a1b/chats/session-2026-02-20T10-04-3a7c9e1f.jsonl"
     ),
+    demo_file!("openclaw/agents/main/sessions/0198e4b2-7a3c-7d51-9e08-4f6b2c1a8d37.jsonl"),
     demo_file!("opencode/opencode.db.sql"),
     demo_file!(
         "qwen/projects/-home-dev-src-ledgerline/chats/1b98f5f0-f9d9-4bdf-b5e6-959d60334919.jsonl"

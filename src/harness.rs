@@ -17,12 +17,14 @@ use crate::vocab::Harness;
 pub(crate) mod adapter;
 pub(crate) mod claude;
 pub(crate) mod codex;
+pub(crate) mod r#continue;
 pub(crate) mod copilot;
 pub(crate) mod cursor;
 pub mod draft;
 pub(crate) mod droid;
 pub(crate) mod gemini;
 pub mod identity;
+pub(crate) mod openclaw;
 pub(crate) mod opencode;
 pub(crate) mod qwen;
 pub mod rendered;
@@ -180,6 +182,8 @@ registry! {
     Cursor => Cursor(cursor::CursorState),
     ClaudeCode => Claude(claude::ClaudeState),
     OpenCode => OpenCode(opencode::OpenCodeState),
+    OpenClaw => OpenClaw(openclaw::OpenClawState),
+    Continue => Continue(r#continue::ContinueState),
 }
 
 /// The harness whose log `record` is positive evidence of. Records that several could have

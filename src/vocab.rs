@@ -184,6 +184,12 @@ pub enum Harness {
         props(title = "Droid", source = "droid")
     )]
     Droid,
+    /// OpenClaw (formerly Clawdbot and Moltbot), on Pi's session format.
+    #[strum(to_string = "openclaw", props(title = "OpenClaw", source = "openclaw"))]
+    OpenClaw,
+    /// The Continue IDE extensions and `cn` CLI.
+    #[strum(to_string = "continue", props(title = "Continue", source = "continue"))]
+    Continue,
 }
 
 impl Harness {
@@ -312,6 +318,10 @@ mod tests {
         assert_eq!(Harness::Codex.aliases().count(), 0);
         assert_eq!(Harness::Droid.title(), "Droid");
         assert_eq!(Harness::QwenCode.default_source(), "qwen");
+        assert_eq!(Harness::parse("openclaw"), Some(Harness::OpenClaw));
+        assert_eq!(Harness::OpenClaw.title(), "OpenClaw");
+        assert_eq!(Harness::parse("continue"), Some(Harness::Continue));
+        assert_eq!(Harness::Continue.default_source(), "continue");
         assert!(serde_json::from_value::<Harness>(serde_json::json!("vim")).is_err());
     }
 }

@@ -230,6 +230,27 @@ async fn every_harness_is_found_by_search_and_opened() {
             "ses_7fa0c2d91e4bXq3LmN8pR2sT5v",
             "mosaic tiles",
         ),
+        (
+            Harness::OpenClaw,
+            "0199a3c4-5e6f-7a81-b2c3-d4e5f6a7b8c9",
+            "greenhouse fan",
+        ),
+        (Harness::OpenClaw, OPENCLAW_SESSION, "crop box"),
+        (
+            Harness::OpenClaw,
+            "0199b7e8-1a2b-7c3d-9e4f-5a6b7c8d9e0f",
+            "soil probe",
+        ),
+        (
+            Harness::Continue,
+            "3f6d2b8a-9c41-4e7d-b2a5-6e8f1c0d4a97",
+            "StrictMode",
+        ),
+        (
+            Harness::Continue,
+            "a81c5e3d-2f74-4b9a-8d06-1e5c7b3f9a24",
+            "tide csv export",
+        ),
     ];
     for (harness, native, phrase) in cases {
         let session = ids::session_id(session_key(harness, native));
@@ -452,6 +473,286 @@ async fn a_gemini_json_chat_rewritten_while_ingest_runs_ends_as_one_clean_read()
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+const CONTINUE_AGENT: &str = "continue/sessions/a81c5e3d-2f74-4b9a-8d06-1e5c7b3f9a24.json";
+
+#[tokio::test]
+async fn a_continue_session_saved_again_is_read_on_and_an_edit_is_read_again() {
+    let source: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(formats().join(CONTINUE_AGENT)).unwrap()).unwrap();
+    let dir = scratch("continue");
+    let sessions = dir.join(".continue/sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    std::fs::copy(
+        formats().join("continue/sessions/sessions.json"),
+        sessions.join("sessions.json"),
+    )
+    .unwrap();
+    let log = sessions.join("a81c5e3d-2f74-4b9a-8d06-1e5c7b3f9a24.json");
+    // Continue saves the whole session, pretty-printed, after each exchange: first the session
+    // as it stood after its first answer.
+    let save = |session: &serde_json::Value| {
+        std::fs::write(&log, serde_json::to_vec_pretty(session).unwrap()).unwrap();
+    };
+    let mut first = source.clone();
+    first["history"].as_array_mut().unwrap().truncate(7);
+    save(&first);
+    let (config, db) = common::fresh_db().await;
+    let read = common::ingest_paths(&config, &db, &dir).await;
+    assert_eq!((read.counters.files_read, read.counters.events), (1, 11));
+
+    // The next exchange saved: the file is rewritten, and read on from its checkpoint.
+    save(&source);
+    let grown = common::ingest_paths(&config, &db, &dir).await;
+    assert_eq!(
+        (
+            grown.counters.files_read,
+            grown.counters.files_reread,
+            grown.counters.events
+        ),
+        (1, 0, 3),
+        "{grown}"
+    );
+    let after_growth = snapshot(&db).await;
+    common::assert_statistics_exact(&after_growth);
+    let (clean_config, clean_db) = common::fresh_db().await;
+    common::ingest_paths(&clean_config, &clean_db, &dir).await;
+    after_growth.assert_same_as(&snapshot(&clean_db).await);
+
+    // The user edits their first prompt and resubmits: Continue rewrites that message and
+    // drops what followed it. The session is read again, nothing of the old text kept.
+    let mut edited = source.clone();
+    edited["history"][1]["message"]["content"][0]["text"] =
+        json!("the tide csv export drops the first row, find out why");
+    edited["history"].as_array_mut().unwrap().truncate(3);
+    save(&edited);
+    let reread = common::ingest_paths(&config, &db, &dir).await;
+    assert_eq!(
+        (reread.counters.files_read, reread.counters.files_reread),
+        (1, 1),
+        "{reread}"
+    );
+    let last = snapshot(&db).await;
+    common::assert_statistics_exact(&last);
+    assert_eq!(count_text(&last, "drops the first row"), 1);
+    assert_eq!(count_text(&last, "drops the last row"), 0);
+    assert_eq!(count_text(&last, "now run the export tests"), 0);
+    let (clean_config, clean_db) = common::fresh_db().await;
+    common::ingest_paths(&clean_config, &clean_db, &dir).await;
+    last.assert_same_as(&snapshot(&clean_db).await);
+    // The index dates the session.
+    assert_eq!(last.sessions[0].6, 1_778_143_318_042);
+
+    let again = common::ingest_paths(&config, &db, &dir).await;
+    assert_eq!(
+        (again.counters.files_unchanged, again.counters.events),
+        (1, 0)
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+const OPENCLAW_SESSION: &str = "0199b1d2-6c3e-7f40-8a51-92b3c4d5e6f7";
+
+#[tokio::test]
+async fn an_openclaw_store_written_while_ingest_runs_reads_as_its_final_state_and_is_never_modified()
+ {
+    let dir = scratch("openclaw");
+    build_formats(&dir);
+    let state = dir.join("openclaw");
+    std::fs::remove_dir_all(state.join("agents/main/sessions")).unwrap();
+    let store = state.join("agents/main/agent/openclaw-agent.sqlite");
+    // OpenClaw runs its store in WAL mode.
+    let writer = rusqlite::Connection::open(&store).unwrap();
+    let mode: String = writer
+        .query_row("PRAGMA journal_mode=WAL", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(mode, "wal");
+    let (config, db) = common::fresh_db().await;
+    let first = common::ingest_paths(&config, &db, &store).await;
+    assert_eq!(first.counters.files_read, 2);
+
+    // The session goes on: its next events are appended, and only they are read.
+    let event = |seq: u32, json: &str| {
+        format!(
+            "INSERT INTO transcript_events VALUES ('{OPENCLAW_SESSION}', {seq}, '{json}', 1787233600000 + {seq});"
+        )
+    };
+    agent_writes(
+        &store,
+        &[
+            event(
+                8,
+                r#"{"type":"message","id":"7c0e5a1f","parentId":"d2f6a874","timestamp":"2026-08-20T13:50:02.000Z","message":{"role":"user","content":[{"type":"text","text":"try the March rerun again"}]}}"#,
+            ),
+            event(
+                9,
+                r#"{"type":"message","id":"a43b9d02","parentId":"7c0e5a1f","timestamp":"2026-08-20T13:50:09.000Z","message":{"role":"assistant","content":[{"type":"text","text":"All 212 March scans now read their totals line."}],"provider":"anthropic","model":"claude-opus-4-1","stopReason":"stop"}}"#,
+            ),
+        ]
+        .concat(),
+    );
+    let grown = common::ingest_paths(&config, &db, &store).await;
+    assert_eq!(
+        (
+            grown.counters.files_read,
+            grown.counters.files_unchanged,
+            grown.counters.files_reread,
+            grown.counters.events
+        ),
+        (1, 1, 0, 2),
+        "{grown}"
+    );
+
+    // Then OpenClaw rewrites an event in the middle (a transcript rewritten after a repair)
+    // while a write transaction is held open: the session is read again, as committed.
+    agent_writes(
+        &store,
+        &format!(
+            "UPDATE transcript_events SET event_json = replace(event_json, 'Raise crop.bottom', 'Lower crop.top and raise crop.bottom') WHERE session_id = '{OPENCLAW_SESSION}' AND seq = 5;"
+        ),
+    );
+    writer
+        .execute_batch(&format!(
+            "BEGIN IMMEDIATE; {}",
+            event(
+                10,
+                r#"{"type":"message","id":"ffffffff","parentId":"a43b9d02","message":{"role":"user","content":"half written"}}"#
+            )
+        ))
+        .unwrap();
+    let bytes_before = std::fs::read(&store).unwrap();
+    let rewritten = common::ingest_paths(&config, &db, &store).await;
+    assert_eq!(
+        (
+            rewritten.counters.files_read,
+            rewritten.counters.files_reread,
+            rewritten.counters.files_unchanged
+        ),
+        (1, 1, 1),
+        "{rewritten}"
+    );
+    assert_eq!(
+        std::fs::read(&store).unwrap(),
+        bytes_before,
+        "the store is never written"
+    );
+    writer.execute_batch("ROLLBACK;").unwrap();
+    let last = snapshot(&db).await;
+    common::assert_statistics_exact(&last);
+    assert_eq!(count_text(&last, "Lower crop.top and raise crop.bottom"), 1);
+    assert_eq!(count_text(&last, "212 March scans"), 1);
+    assert_eq!(count_text(&last, "half written"), 0);
+
+    let clean_dir = scratch("openclaw-clean");
+    std::fs::copy(&store, clean_dir.join("openclaw-agent.sqlite")).unwrap();
+    let wal = store.with_file_name("openclaw-agent.sqlite-wal");
+    if wal.exists() {
+        std::fs::copy(&wal, clean_dir.join("openclaw-agent.sqlite-wal")).unwrap();
+    }
+    let (clean_config, clean_db) = common::fresh_db().await;
+    common::ingest_paths(
+        &clean_config,
+        &clean_db,
+        &clean_dir.join("openclaw-agent.sqlite"),
+    )
+    .await;
+    last.assert_same_as(&snapshot(&clean_db).await);
+    let again = common::ingest_paths(&config, &db, &store).await;
+    assert_eq!(
+        (again.counters.files_unchanged, again.counters.events),
+        (2, 0)
+    );
+    drop(writer);
+    std::fs::remove_dir_all(dir).unwrap();
+    std::fs::remove_dir_all(clean_dir).unwrap();
+}
+
+#[tokio::test]
+async fn an_openclaw_transcript_moved_into_the_store_stays_one_session() {
+    let dir = scratch("openclaw-moved");
+    build_formats(&dir);
+    let agent = dir.join("openclaw/agents/main");
+    let store = agent.join("agent/openclaw-agent.sqlite");
+    let sessions = agent.join("sessions");
+    // Before the migration: the session is a transcript, and the store does not exist yet.
+    let aside = dir.join("store-aside.sqlite");
+    std::fs::rename(&store, &aside).unwrap();
+    let transcript = |db: &rusqlite::Connection| -> String {
+        let mut query = db
+            .prepare("SELECT event_json FROM transcript_events WHERE session_id = ?1 ORDER BY seq")
+            .unwrap();
+        let lines: Vec<String> = query
+            .query_map([OPENCLAW_SESSION], |row| row.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        lines.join("\n") + "\n"
+    };
+    let leftover = sessions.join(format!("{OPENCLAW_SESSION}.jsonl"));
+    std::fs::write(
+        &leftover,
+        transcript(&rusqlite::Connection::open(&aside).unwrap()),
+    )
+    .unwrap();
+    let (config, db) = common::fresh_db().await;
+    let before = common::ingest_paths(&config, &db, &agent).await;
+    assert_eq!(before.counters.files_read, 2, "{before}");
+
+    // `openclaw doctor` moves it into the store, which goes on from there; the transcript is
+    // left behind. The session is read from the store, once, and stays the session it was.
+    std::fs::rename(&aside, &store).unwrap();
+    agent_writes(
+        &store,
+        &format!(
+            "INSERT INTO transcript_events VALUES ('{OPENCLAW_SESSION}', 8, '{{\"type\":\"message\",\"id\":\"7c0e5a1f\",\"parentId\":\"d2f6a874\",\"timestamp\":\"2026-08-20T14:02:00.000Z\",\"message\":{{\"role\":\"user\",\"content\":\"rerun the march scans once the rate limit resets\"}}}}', 1787234520000);"
+        ),
+    );
+    let (logs, problems) =
+        moraine_mcp::ingest::files::from_paths(std::slice::from_ref(&agent), None, None);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(problems[0].is_duplicate(), "{problems:?}");
+    assert!(
+        problems[0]
+            .to_string()
+            .contains(&format!("{OPENCLAW_SESSION}.jsonl: the same session as")),
+        "{}",
+        problems[0]
+    );
+    assert!(
+        logs.iter()
+            .all(|log| !log.path.to_string_lossy().ends_with(".jsonl")
+                || !log.path.to_string_lossy().contains(OPENCLAW_SESSION)),
+        "{logs:#?}"
+    );
+    let after = moraine_mcp::ingest::run(&config.clone().validate().unwrap(), &db, logs, false)
+        .await
+        .unwrap();
+    assert_eq!(after.counters.files_reread, 0, "{after}");
+    let moved = snapshot(&db).await;
+    common::assert_statistics_exact(&moved);
+    let key = session_key(Harness::OpenClaw, OPENCLAW_SESSION);
+    assert_eq!(
+        moved.sessions.iter().filter(|s| s.0 == key).count(),
+        1,
+        "{:?}",
+        moved.sessions
+    );
+    assert_eq!(moved.sessions.len(), 3, "{:?}", moved.sessions);
+    assert_eq!(
+        count_text(&moved, "the invoice ocr misses the totals line"),
+        1
+    );
+    assert_eq!(count_text(&moved, "once the rate limit resets"), 1);
+    // As a clean read of the store (and the other transcript) would leave it.
+    let (clean_config, clean_db) = common::fresh_db().await;
+    let (logs, _) =
+        moraine_mcp::ingest::files::from_paths(std::slice::from_ref(&agent), None, None);
+    moraine_mcp::ingest::run(&clean_config.validate().unwrap(), &clean_db, logs, false)
+        .await
+        .unwrap();
+    moved.assert_same_as(&snapshot(&clean_db).await);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 #[tokio::test]
 async fn the_demo_holds_a_session_of_every_harness_that_search_finds() {
     let dir = scratch("demo");
@@ -472,6 +773,8 @@ async fn the_demo_holds_a_session_of_every_harness_that_search_finds() {
         (Harness::Droid, "goleak"),
         (Harness::Cursor, "fetch_rows_blocking"),
         (Harness::OpenCode, "TOO_MANY_PARTS"),
+        (Harness::OpenClaw, "logrotate"),
+        (Harness::Continue, "hydration"),
     ];
     for (harness, term) in cases {
         let found = mcp.ok("search_sessions", json!({"query": term})).await;
@@ -544,6 +847,18 @@ async fn every_new_harness_has_its_secrets_redacted_and_this_services_calls_flag
             "\"name\":\"Execute\"",
             "\"name\":\"moraine___search_sessions\"",
         ),
+        (
+            "openclaw/agents/main/sessions/0199a3c4-5e6f-7a81-b2c3-d4e5f6a7b8c9.jsonl",
+            "check the schedule in fanctl",
+            "\"name\":\"exec\"",
+            "\"name\":\"moraine__search_sessions\"",
+        ),
+        (
+            CONTINUE_AGENT,
+            "drops the last row, find out why",
+            "\"name\": \"read_file\"",
+            "\"name\": \"moraine_search_sessions\"",
+        ),
     ];
     for (log, prompt, tool, ours) in logs {
         let path = dir.join(log);
@@ -566,7 +881,7 @@ async fn every_new_harness_has_its_secrets_redacted_and_this_services_calls_flag
     );
     let (config, db) = common::fresh_db().await;
     let summary = common::ingest_paths(&config, &db, &dir).await;
-    assert!(summary.counters.redactions >= 6, "{summary}");
+    assert!(summary.counters.redactions >= 8, "{summary}");
     let rows: Vec<(String, u64, u64, u64)> = db
         .read(
             "t",
@@ -586,6 +901,8 @@ async fn every_new_harness_has_its_secrets_redacted_and_this_services_calls_flag
         Harness::Droid,
         Harness::OpenCode,
         Harness::Cursor,
+        Harness::OpenClaw,
+        Harness::Continue,
     ] {
         let (_, leaked, prompts, flagged) = rows
             .iter()
@@ -641,6 +958,21 @@ fn the_default_sources_find_every_harness_where_it_keeps_its_logs() {
                                  value = replace(replace(replace(value, '6f1c2a8e', '7a2d3b9f'), '0d9e8f7a', '1e0f9a8b'), '3c7e1a90', '4d8f2b01');",
     );
     place(&fixtures, "opencode", &home, ".local/share/opencode");
+    // OpenClaw under an older name of its state directory, its sidecars and archives beside
+    // the transcript; Continue's sessions with their index.
+    place(&fixtures, "openclaw/agents", &home, ".clawdbot/agents");
+    let transcripts = home.join(".clawdbot/agents/main/sessions");
+    let transcript = transcripts.join("0199a3c4-5e6f-7a81-b2c3-d4e5f6a7b8c9.jsonl");
+    for sidecar in [
+        "0199a3c4-5e6f-7a81-b2c3-d4e5f6a7b8c9.jsonl.reset.2026-07-15T04-00-00.000Z",
+        "0199a3c4-5e6f-7a81-b2c3-d4e5f6a7b8c9.checkpoint.7d2e9f41-3c8a-4b65-9e17-2a0f6c8d5b93.jsonl",
+        "0199a3c4-5e6f-7a81-b2c3-d4e5f6a7b8c9.trajectory.jsonl",
+        "0199a3c4-5e6f-7a81-b2c3-d4e5f6a7b8c9.corrupt-2026-07-15T04-00-00-1a2b3c4d.jsonl",
+    ] {
+        std::fs::copy(&transcript, transcripts.join(sidecar)).unwrap();
+    }
+    std::fs::write(transcripts.join("sessions.json"), "{}").unwrap();
+    place(&fixtures, "continue", &home, ".continue");
 
     let home_text = home.to_string_lossy().into_owned();
     let sources: Vec<_> = Settings::default()
@@ -671,6 +1003,32 @@ fn the_default_sources_find_every_harness_where_it_keeps_its_logs() {
         .filter(|log| log.path.to_string_lossy().contains("workspaceStorage"))
         .count();
     assert_eq!(workspace, 3, "the workspace store's conversations");
+    let openclaw: Vec<String> = logs
+        .iter()
+        .filter(|log| log.harness == Harness::OpenClaw)
+        .map(|log| log.path.to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        openclaw.len(),
+        3,
+        "the transcript and the store's sessions: {openclaw:#?}"
+    );
+    assert!(
+        openclaw.iter().all(|p| p.ends_with(".jsonl")
+            && !p.contains(".jsonl.")
+            && !p.contains(".checkpoint.")
+            && !p.contains(".trajectory.")
+            && !p.contains(".corrupt-")
+            || p.contains("openclaw-agent.sqlite#")),
+        "{openclaw:#?}"
+    );
+    assert_eq!(
+        logs.iter()
+            .filter(|log| log.harness == Harness::Continue)
+            .count(),
+        2,
+        "the index is not a session"
+    );
     std::fs::remove_dir_all(fixtures).unwrap();
     std::fs::remove_dir_all(home).unwrap();
 }

@@ -62,7 +62,7 @@ fn corpora() -> Vec<(PathBuf, Vec<LogFile>)> {
 }
 
 /// Files in `tests/formats/`, one per version family.
-const FORMAT_FAMILIES: usize = 28;
+const FORMAT_FAMILIES: usize = 33;
 
 /// The fixture whose path contains `part`.
 fn fixture<'a>(files: &'a [LogFile], part: &str) -> &'a LogFile {
@@ -815,6 +815,37 @@ fn a_log_nothing_of_which_the_harness_reads_is_not_used_and_fails_the_run() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+#[test]
+fn a_continue_session_of_the_python_extension_is_not_used_and_says_why() {
+    let dir = scratch("cli-continue");
+    let sessions = dir.join(".continue").join("sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    // The 2023 Python extension's `FullState`: a history of steps, no messages.
+    let python_era = json!({
+        "history": {"timeline": [{"step": {"name": "UserInputStep", "user_input": "explain this file"}, "depth": 0}], "current_index": 0},
+        "active": false, "user_input_queue": [], "slash_commands": [],
+        "session_info": {"session_id": "6d0a3b2c-1e4f-4a5b-8c7d-9e0f1a2b3c4d", "title": "explain this file", "date_created": "1694512345.5"}
+    });
+    std::fs::write(
+        sessions.join("6d0a3b2c-1e4f-4a5b-8c7d-9e0f1a2b3c4d.json"),
+        serde_json::to_vec_pretty(&python_era).unwrap(),
+    )
+    .unwrap();
+    let current =
+        format_sources().join("continue/sessions/a81c5e3d-2f74-4b9a-8d06-1e5c7b3f9a24.json");
+    std::fs::copy(&current, sessions.join(current.file_name().unwrap())).unwrap();
+    let output = ingest_cli(&dir);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(2), "{stdout}");
+    assert!(stdout.contains("2 files (1 read"), "{stdout}");
+    assert!(
+        stdout.contains("not used: ")
+            && stdout.contains("6d0a3b2c-1e4f-4a5b-8c7d-9e0f1a2b3c4d.json: a session of Continue's 2023 Python extension"),
+        "{stdout}"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 #[tokio::test]
 async fn a_log_that_names_its_session_later_moves_into_it_without_duplicates() {
     let (config, db) = common::fresh_db().await;
@@ -988,7 +1019,7 @@ async fn forgetting_the_demo_a_session_or_a_source_leaves_exactly_the_rest() {
     let done = forget::run(&config, &db, &Forget::Source("demo".into()))
         .await
         .unwrap();
-    assert_eq!(done.sessions, 19);
+    assert_eq!(done.sessions, 21);
     // `up` is told not to load the demo again (in the test's own data directory).
     assert!(data_dir.join("demo-removed").exists());
     let (alone_settings, alone) = common::fresh_db().await;

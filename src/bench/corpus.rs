@@ -223,19 +223,21 @@ pub(crate) struct Spec {
     pub harnesses: Vec<Harness>,
 }
 
-/// The default mix: Codex and Claude Code a fifth of the sessions each, every other harness a
-/// tenth (Cursor's and OpenCode's in their SQLite stores).
+/// The default mix: Codex and Claude Code a sixth of the sessions each, every other harness a
+/// twelfth (Cursor's and OpenCode's in their SQLite stores).
 pub(crate) const MIX: &[Harness] = &[
     Harness::Codex,
     Harness::ClaudeCode,
     Harness::GeminiCli,
     Harness::Cursor,
     Harness::OpenCode,
+    Harness::OpenClaw,
     Harness::Codex,
     Harness::ClaudeCode,
     Harness::CopilotCli,
     Harness::QwenCode,
     Harness::Droid,
+    Harness::Continue,
 ];
 
 /// What was generated.
@@ -463,6 +465,8 @@ impl Generator {
         let cursor_store = dir.join("cursor/User/globalStorage/state.vscdb");
         let opencode_store = dir.join("opencode/opencode.db");
         let mut stores: Option<Stores> = None;
+        // Continue's index of the sessions written (it dates them).
+        let mut continue_index: Vec<Value> = Vec::new();
         let vocabulary = &self.vocabulary;
         while generated.events < max_events && self.events < self.spec.events {
             let index = self.index;
@@ -524,6 +528,18 @@ impl Generator {
                     let events = harness_logs::write_droid(&path, &id, started, turns, w, rng)?;
                     (Some(path), events)
                 }
+                Harness::OpenClaw => {
+                    let path = file(format!("openclaw/agents/main/sessions/{id}.jsonl"));
+                    let events = harness_logs::write_openclaw(&path, &id, started, turns, w, rng)?;
+                    (Some(path), events)
+                }
+                Harness::Continue => {
+                    let path = file(format!("continue/sessions/{id}.json"));
+                    let (events, entry) =
+                        harness_logs::write_continue(&path, &id, started, turns, w, rng)?;
+                    continue_index.push(entry);
+                    (Some(path), events)
+                }
                 Harness::Cursor | Harness::OpenCode => {
                     if stores.is_none() {
                         stores = Some(Stores::create(&cursor_store, &opencode_store)?);
@@ -550,6 +566,12 @@ impl Generator {
             self.events += events;
             generated.count_sessions(harness, 1);
             self.index += 1;
+        }
+        if !continue_index.is_empty() {
+            let index = dir.join("continue/sessions/sessions.json");
+            std::fs::write(&index, serde_json::to_vec(&continue_index)?)?;
+            generated.bytes += std::fs::metadata(&index)?.len();
+            generated.files += 1;
         }
         if let Some(stores) = stores {
             stores.finish()?;

@@ -1,5 +1,6 @@
-//! Benchmark sessions in the formats of the six harnesses after Codex and Claude Code: four
-//! JSON Lines logs and two SQLite stores (Cursor's, OpenCode's), each shaped like its fixture.
+//! Benchmark sessions in the formats of the harnesses after Codex and Claude Code: five JSON
+//! Lines logs, Continue's whole-file sessions and two SQLite stores (Cursor's, OpenCode's), each
+//! shaped like its fixture.
 
 use std::path::Path;
 
@@ -299,6 +300,118 @@ pub(super) fn write_droid(
         log.record(json!({"type": "agent_turn_outcome", "turnId": format!("m-{t}"), "reason": "completed", "resultKind": "text"}), 0)?;
     }
     log.finish()
+}
+
+/// OpenClaw: `agents/<agent>/sessions/<session>.jsonl`, a `session` header, then entries
+/// chained by `parentId`.
+pub(super) fn write_openclaw(
+    path: &Path,
+    id: &str,
+    started: i64,
+    turns: u32,
+    w: &Writer<'_>,
+    rng: &mut Pcg64Mcg,
+) -> std::io::Result<u64> {
+    let script = Script::new(turns, w, rng);
+    let mut log = Log::create(path, started)?;
+    log.record(json!({"type": "session", "version": 3, "id": id, "timestamp": iso(started), "cwd": format!("/home/dev/{}", w.repo)}), 0)?;
+    let mut parent: Option<String> = None;
+    let mut entry = |log: &mut Log, rng: &mut Pcg64Mcg, mut entry: Value, events: u64| {
+        let id = hex(rng, 8);
+        entry["id"] = json!(id);
+        entry["parentId"] = json!(parent);
+        entry["timestamp"] = json!(log.tick(rng));
+        parent = Some(id);
+        log.record(entry, events)
+    };
+    entry(
+        &mut log,
+        rng,
+        json!({"type": "model_change", "provider": "anthropic", "modelId": "claude-sonnet-4-5"}),
+        1,
+    )?;
+    let assistant = |content: Vec<Value>, stop: &str| json!({"type": "message", "message": {"role": "assistant", "content": content, "api": "anthropic-messages", "provider": "anthropic", "model": "claude-sonnet-4-5", "usage": {"input": 2000, "output": 100, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2100}, "stopReason": stop}});
+    for (t, turn) in script.turns.iter().enumerate() {
+        entry(
+            &mut log,
+            rng,
+            json!({"type": "message", "message": {"role": "user", "content": [{"type": "text", "text": turn.prompt}]}}),
+            1,
+        )?;
+        for (s, step) in turn.steps.iter().enumerate() {
+            let call = format!("call_{t}_{s}");
+            let mut content: Vec<Value> = step
+                .thought
+                .iter()
+                .map(|t| json!({"type": "thinking", "thinking": t}))
+                .collect();
+            content.push(json!({"type": "toolCall", "id": call, "name": "exec", "arguments": {"command": step.command}}));
+            entry(
+                &mut log,
+                rng,
+                assistant(content, "toolUse"),
+                1 + u64::from(step.thought.is_some()),
+            )?;
+            entry(
+                &mut log,
+                rng,
+                json!({"type": "message", "message": {"role": "toolResult", "toolCallId": call, "toolName": "exec", "content": [{"type": "text", "text": step.output}], "details": {"status": "completed", "exitCode": step.exit}, "isError": step.exit != 0}}),
+                1,
+            )?;
+        }
+        entry(
+            &mut log,
+            rng,
+            assistant(vec![json!({"type": "text", "text": turn.answer})], "stop"),
+            1,
+        )?;
+    }
+    log.finish()
+}
+
+/// Continue: `sessions/<session>.json`, the whole session in one document (the index beside it,
+/// `sessions.json`, dates it: its entry is returned).
+pub(super) fn write_continue(
+    path: &Path,
+    id: &str,
+    started: i64,
+    turns: u32,
+    w: &Writer<'_>,
+    rng: &mut Pcg64Mcg,
+) -> std::io::Result<(u64, Value)> {
+    let script = Script::new(turns, w, rng);
+    let mut history = Vec::new();
+    let mut events = 0u64;
+    let mut at = started;
+    for (t, turn) in script.turns.iter().enumerate() {
+        history.push(json!({"message": {"id": uuid(rng), "role": "user", "content": [{"type": "text", "text": turn.prompt}]}, "contextItems": []}));
+        events += 1;
+        for (s, step) in turn.steps.iter().enumerate() {
+            let call = json!({"id": format!("call_{t}_{s}"), "type": "function", "function": {"name": "run_terminal_command", "arguments": json!({"command": step.command}).to_string()}});
+            let mut item = json!({"message": {"id": uuid(rng), "role": "assistant", "content": "", "toolCalls": [call]}, "contextItems": [],
+                "toolCallStates": [{"toolCallId": format!("call_{t}_{s}"), "toolCall": call, "status": "done", "parsedArgs": {"command": step.command},
+                                    "output": [{"name": "Terminal", "description": "Terminal command output", "content": step.output}]}]});
+            events += 2;
+            if let Some(thought) = &step.thought {
+                at += rng.random_range(200..40_000);
+                item["reasoning"] =
+                    json!({"active": false, "text": thought, "startAt": at, "endAt": at + 900});
+                events += 1;
+            }
+            history.push(item);
+        }
+        history.push(json!({"message": {"id": uuid(rng), "role": "assistant", "content": turn.answer}, "contextItems": [],
+            "promptLogs": [{"modelTitle": "Claude Sonnet 4.5", "modelProvider": "anthropic", "prompt": "", "completion": turn.answer, "completionOptions": {"model": "claude-sonnet-4-5"}}]}));
+        events += 1;
+    }
+    let title = w.sentence_in(rng, 3..8);
+    let session = json!({"sessionId": id, "title": title, "workspaceDirectory": format!("file:///home/dev/{}", w.repo), "history": history, "mode": "agent", "chatModelTitle": "Claude Sonnet 4.5"});
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    std::fs::write(path, serde_json::to_vec_pretty(&session)?)?;
+    let entry = json!({"sessionId": id, "title": title, "dateCreated": started.to_string(), "workspaceDirectory": format!("file:///home/dev/{}", w.repo), "messageCount": script.turns.len()});
+    Ok((events, entry))
 }
 
 /// The SQLite stores: Cursor's `state.vscdb` and OpenCode's `opencode.db`, each holding many

@@ -137,9 +137,10 @@ fn log_file(
     }
 }
 
-/// Files named on the command line; directories are searched for `*.jsonl` and `rollout-*.json`
-/// (the TypeScript Codex CLI's sessions). The harness is
-/// `harness` when given, otherwise sniffed from the file.
+/// Files named on the command line; directories are searched for every harness's file names
+/// (`*.jsonl`, `rollout-*.json`, stores, …), keeping the files the harness that wrote them counts
+/// among its logs (not its sidecars and archived copies). The harness is `harness` when given,
+/// otherwise sniffed from the file.
 pub fn from_paths(
     paths: &[PathBuf],
     harness: Option<Harness>,
@@ -147,7 +148,8 @@ pub fn from_paths(
 ) -> (Vec<LogFile>, Vec<DiscoverError>) {
     let mut found = Vec::new();
     let mut problems = Vec::new();
-    let mut candidates = Vec::new();
+    // Each with whether a directory's scan found it (rather than the command line naming it).
+    let mut candidates: Vec<(PathBuf, bool)> = Vec::new();
     for path in paths {
         if path.is_dir() {
             // JSON Lines logs, whole-file JSON sessions (the TypeScript Codex CLI's, Gemini CLI's
@@ -157,9 +159,10 @@ pub fn from_paths(
                 match glob::glob(&pattern.to_string_lossy()) {
                     Ok(entries) => {
                         for found in entries.filter_map(|e| log_file(e, &mut problems)) {
-                            if harness::is_scanned_log(name, &found) && !candidates.contains(&found)
+                            if harness::is_scanned_log(name, &found)
+                                && !candidates.iter().any(|(known, _)| *known == found)
                             {
-                                candidates.push(found);
+                                candidates.push((found, true));
                             }
                         }
                     }
@@ -170,7 +173,7 @@ pub fn from_paths(
                 }
             }
         } else if path.is_file() {
-            candidates.push(path.clone());
+            candidates.push((path.clone(), false));
         } else {
             problems.push(DiscoverError::Unusable {
                 path: path.clone(),
@@ -178,7 +181,7 @@ pub fn from_paths(
             });
         }
     }
-    for path in candidates {
+    for (path, scanned) in candidates {
         let detected = match harness {
             Some(h) => {
                 if let Some(looks_like) = other_harness(&path, h) {
@@ -194,6 +197,9 @@ pub fn from_paths(
             None => sniff(&path),
         };
         match detected {
+            // A file a directory's scan found beside the logs of the harness that wrote it,
+            // which that harness does not count among them (a sidecar, an archived copy).
+            Ok(h) if scanned && !harness::format(h).is_log_name(&path) => {}
             Ok(h) => {
                 let source = source.unwrap_or(h.default_source());
                 describe_all(&path, h, source, &mut found, &mut problems);
@@ -358,9 +364,9 @@ fn superseded(file: &LogFile) -> bool {
 
 /// One file per session. When one session ID is logged at several paths, the logs are told
 /// apart by their content: a copy (an exported, renamed or older copy, whose records are those
-/// of another log or a start of them) is read once, the current form before a superseded one,
-/// then the largest file, then the first path in order, so runs are deterministic; every other
-/// copy is reported in `problems`. Logs that differ are different sessions: the one that
+/// of another log or a start of them, or a superseded form beside the current one) is read
+/// once, the current form before a superseded one, then the largest file, then the first path
+/// in order, so runs are deterministic; every other copy is reported in `problems`. Logs that differ are different sessions: the one that
 /// started first keeps the ID, each other becomes a session of its own under it (as a
 /// sub-agent's chat that Gemini CLI saves under its parent's session ID).
 fn dedupe(files: &mut Vec<LogFile>, problems: &mut Vec<DiscoverError>) {
@@ -384,10 +390,10 @@ fn dedupe(files: &mut Vec<LogFile>, problems: &mut Vec<DiscoverError>) {
         // The distinct logs of the group (indices into `group`), each with its copies.
         let mut distinct: Vec<usize> = Vec::new();
         for (i, &at) in group.iter().enumerate() {
-            let copy_of = distinct
-                .iter()
-                .copied()
-                .find(|&d| superseded(&files[at]) || is_copy(&heads[d], &heads[i]));
+            let copy_of = distinct.iter().copied().find(|&d| {
+                superseded(&files[at]) && !superseded(&files[group[d]])
+                    || is_copy(&heads[d], &heads[i])
+            });
             match copy_of {
                 Some(d) => {
                     dropped[at] = true;
@@ -546,13 +552,15 @@ mod tests {
         for lines in [
             &[r#"{"type":"message","role":"user","content":"hello"}"#][..],
             &[
-                r#"{"type":"session","version":3,"id":"0b1c","timestamp":"2026-02-25T05:18:55.852Z","cwd":"/w"}"#,
-                r#"{"type":"message","id":"813a837d","parentId":null,"timestamp":"2026-02-25T05:19:00.000Z","message":{"role":"user","content":[{"type":"text","text":"hi"}],"timestamp":1771996735857}}"#,
-                r#"{"type":"message","id":"dd433acd","parentId":"813a837d","timestamp":"2026-02-25T05:19:05.000Z","message":{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"exec","arguments":{"command":"ls"}}],"stopReason":"toolUse"}}"#,
-            ][..],
-            &[
                 r#"{"id":"x","timestamp":"2026-01-01T00:00:00Z"}"#,
                 r#"{"payload":{"a":1}}"#,
+            ][..],
+            // A bare `session` record, and messages without OpenClaw's entry ids and tool
+            // blocks: not OpenClaw's.
+            &[
+                r#"{"type":"session","id":"s-1"}"#,
+                r#"{"type":"message","id":"m-1","parentId":null,"message":{"role":"user","content":"hi"}}"#,
+                r#"{"type":"message","id":"813a837d","parentId":null,"message":{"role":"assistant","content":[{"type":"text","text":"hello"}]}}"#,
             ][..],
         ] {
             let found = sniffed("foreign.jsonl", lines);
@@ -578,6 +586,111 @@ mod tests {
             ),
             Ok(Harness::Droid)
         );
+        // OpenClaw: its `session` header, or (a transcript whose header was lost) its entries.
+        let openclaw = [
+            r#"{"type":"session","version":3,"id":"0b1c","timestamp":"2026-02-25T05:18:55.852Z","cwd":"/w"}"#,
+            r#"{"type":"message","id":"813a837d","parentId":null,"timestamp":"2026-02-25T05:19:00.000Z","message":{"role":"user","content":[{"type":"text","text":"hi"}],"timestamp":1771996735857}}"#,
+            r#"{"type":"message","id":"dd433acd","parentId":"813a837d","timestamp":"2026-02-25T05:19:05.000Z","message":{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"exec","arguments":{"command":"ls"}}],"stopReason":"toolUse"}}"#,
+        ];
+        assert_eq!(sniffed("openclaw.jsonl", &openclaw), Ok(Harness::OpenClaw));
+        assert_eq!(
+            sniffed("headless.jsonl", &openclaw[1..]),
+            Ok(Harness::OpenClaw)
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn test_a_scan_keeps_logs_and_stores_not_sidecars_and_reads_a_migrated_session_once() {
+        let dir = std::env::temp_dir().join(format!("moraine-scan-{}", std::process::id()));
+        let agent = dir.join(".openclaw/agents/main");
+        std::fs::create_dir_all(agent.join("sessions")).unwrap();
+        std::fs::create_dir_all(agent.join("agent")).unwrap();
+        let formats = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/formats");
+        let transcript = "0199a3c4-5e6f-7a81-b2c3-d4e5f6a7b8c9";
+        let log = agent.join(format!("sessions/{transcript}.jsonl"));
+        std::fs::copy(
+            format!("{formats}/openclaw/agents/main/sessions/{transcript}.jsonl"),
+            &log,
+        )
+        .unwrap();
+        for sidecar in [
+            format!("{transcript}.jsonl.reset.2026-07-15T04-00-00.000Z"),
+            format!("{transcript}.jsonl.deleted.2026-07-15T04-00-00.000Z.zst"),
+            format!("{transcript}.checkpoint.7d2e9f41-3c8a-4b65-9e17-2a0f6c8d5b93.jsonl"),
+            format!("{transcript}.trajectory.jsonl"),
+            format!("{transcript}.corrupt-2026-07-15T04-00-00-1a2b3c4d.jsonl"),
+        ] {
+            std::fs::copy(&log, agent.join("sessions").join(sidecar)).unwrap();
+        }
+        std::fs::write(agent.join("sessions/sessions.json"), "{}").unwrap();
+        let store = agent.join("agent/openclaw-agent.sqlite");
+        rusqlite::Connection::open(&store)
+            .unwrap()
+            .execute_batch(include_str!(
+                "../../tests/formats/openclaw/agents/main/agent/openclaw-agent.sqlite.sql"
+            ))
+            .unwrap();
+        // A session the migration moved into the store, its transcript left behind.
+        let migrated = "0199b1d2-6c3e-7f40-8a51-92b3c4d5e6f7";
+        let leftover = agent.join(format!("sessions/{migrated}.jsonl"));
+        std::fs::write(
+            &leftover,
+            format!(
+                "{{\"type\":\"session\",\"version\":3,\"id\":\"{migrated}\",\"timestamp\":\"2026-08-20T13:40:02.118Z\",\"cwd\":\"/w\"}}\n"
+            ),
+        )
+        .unwrap();
+        // Continue's sessions and their index.
+        let sessions = dir.join(".continue/sessions");
+        std::fs::create_dir_all(&sessions).unwrap();
+        for name in ["3f6d2b8a-9c41-4e7d-b2a5-6e8f1c0d4a97.json", "sessions.json"] {
+            std::fs::copy(
+                format!("{formats}/continue/sessions/{name}"),
+                sessions.join(name),
+            )
+            .unwrap();
+        }
+
+        let (found, problems) = from_paths(std::slice::from_ref(&dir), None, None);
+        let mut names: Vec<(Harness, String)> = found
+            .iter()
+            .map(|f| {
+                let name = f.path.file_name().unwrap().to_string_lossy().into_owned();
+                (f.harness, name)
+            })
+            .collect();
+        names.sort_by(|a, b| a.1.cmp(&b.1));
+        assert_eq!(
+            names,
+            [
+                (Harness::OpenClaw, format!("{transcript}.jsonl")),
+                (
+                    Harness::Continue,
+                    "3f6d2b8a-9c41-4e7d-b2a5-6e8f1c0d4a97.json".to_owned()
+                ),
+                (
+                    Harness::OpenClaw,
+                    format!("openclaw-agent.sqlite#{migrated}")
+                ),
+                (
+                    Harness::OpenClaw,
+                    "openclaw-agent.sqlite#0199b7e8-1a2b-7c3d-9e4f-5a6b7c8d9e0f".to_owned()
+                ),
+            ]
+        );
+        // The leftover transcript is the same session as the store's, which is read instead.
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].is_duplicate());
+        assert!(
+            matches!(&problems[0], DiscoverError::SameSession { path, kept } if *path == leftover && kept.to_string_lossy().ends_with(migrated)),
+            "{problems:?}"
+        );
+        // Without the store, the transcript is read.
+        std::fs::remove_file(&store).unwrap();
+        let (found, problems) = from_paths(std::slice::from_ref(&dir), None, None);
+        assert!(problems.is_empty(), "{problems:?}");
+        assert!(found.iter().any(|f| f.path == leftover));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
