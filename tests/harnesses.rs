@@ -706,6 +706,18 @@ async fn an_openclaw_transcript_moved_into_the_store_stays_one_session() {
             "INSERT INTO transcript_events VALUES ('{OPENCLAW_SESSION}', 8, '{{\"type\":\"message\",\"id\":\"7c0e5a1f\",\"parentId\":\"d2f6a874\",\"timestamp\":\"2026-08-20T14:02:00.000Z\",\"message\":{{\"role\":\"user\",\"content\":\"rerun the march scans once the rate limit resets\"}}}}', 1787234520000);"
         ),
     );
+    // Past its header, the store's session renders as the transcript's lines: a copy of it
+    // (what tells a pushed log taking a session over from another session under its ID).
+    let rendering = moraine_mcp::harness::rendered::render(
+        Harness::OpenClaw,
+        &moraine_mcp::harness::rendered::store_session_path(&store, OPENCLAW_SESSION),
+    )
+    .unwrap()
+    .unwrap();
+    assert!(moraine_mcp::ingest::files::is_copy(
+        &std::fs::read(&leftover).unwrap(),
+        &rendering
+    ));
     let (logs, problems) =
         moraine_mcp::ingest::files::from_paths(std::slice::from_ref(&agent), None, None);
     assert_eq!(problems.len(), 1, "{problems:?}");

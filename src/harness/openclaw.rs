@@ -56,26 +56,38 @@ pub(crate) fn sessions(path: &Path) -> io::Result<Vec<(String, u64)>> {
 }
 
 /// Renders one session of a store (`openclaw-agent.sqlite#<session>`): a header from its
-/// `session_windows` row, then its transcript events in order, one per line.
+/// `session_windows` row (with the transcript's own `session` header, when its first event is
+/// one, folded in), then its other transcript events in order, each line as it is stored.
+///
+/// Past the header, the rendering of a session moved into the store is its transcript's lines,
+/// byte for byte: wherever the transcript was stored before (a pushed copy), the store's
+/// session reads as a copy of it and takes it over. Like a transcript, it is read on when rows
+/// were added, and read again when its first or last lines changed.
 pub(crate) fn render(path: &Path) -> io::Result<Vec<u8>> {
     let (store_path, session) =
         rendered::store_session(path).ok_or_else(|| invalid("not an OpenClaw store session"))?;
     let session = session.to_owned();
     Store::open(&store_path)?.snapshot(move |db| {
-        let mut out = Rendering::default();
-        out.push("window", window(db, &session)?);
+        let mut header = window(db, &session)?;
         let mut query = db.prepare(
             "SELECT CAST(event_json AS TEXT) FROM transcript_events WHERE session_id = ?1 ORDER BY seq",
         )?;
-        let mut rows = query.query([&session])?;
-        while let Some(row) = rows.next()? {
-            let text: Option<String> = row.get(0)?;
-            let text = text.unwrap_or_default();
-            match serde_json::from_str::<Value>(&text) {
-                Ok(Value::Object(event)) => out.push("event", event),
-                // OpenClaw's own reader skips such a row; here it is counted as malformed.
-                _ => out.push_damaged(&[text.as_bytes()]),
-            }
+        let mut events: Vec<String> = query
+            .query_map([&session], |row| row.get::<_, Option<String>>(0))?
+            .map(|text| text.map(Option::unwrap_or_default))
+            .collect::<rusqlite::Result<_>>()?;
+        if let Some(first) = events.first()
+            && let Ok(Value::Object(first)) = serde_json::from_str::<Value>(first)
+            && first.get("type").and_then(Value::as_str) == Some("session")
+        {
+            header.insert("session".into(), Value::Object(first));
+            events.remove(0);
+        }
+        let mut out = Rendering::default();
+        out.push("window", header);
+        for event in &events {
+            // Not JSON (OpenClaw's own reader skips such a row): counted as malformed.
+            out.push_line(event.as_bytes());
         }
         Ok(out.into_bytes())
     })
@@ -135,7 +147,7 @@ impl OpenClaw<'_> {
     pub(crate) fn read(&mut self, record: &Value, raw: &str, out: &mut AdapterOutput) {
         match record.get("record").and_then(Value::as_str) {
             Some("window") => window_header(record, out),
-            Some("event") | None => self.entry(record, raw, out),
+            None => self.entry(record, raw, out),
             Some(_) => out.drafts.push(Draft::new(
                 EventType::Unknown,
                 None,
@@ -419,8 +431,11 @@ impl OpenClaw<'_> {
     }
 }
 
-/// A store's session header: its name and when it began.
+/// A store's session header: its name, when it began, and its transcript's header.
 fn window_header(record: &Value, out: &mut AdapterOutput) {
+    if let Some(cwd) = record.pointer("/session/cwd").and_then(Value::as_str) {
+        out.cwd = Some(cwd.to_owned());
+    }
     if let Some(name) = record
         .get("display_name")
         .and_then(Value::as_str)

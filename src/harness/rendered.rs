@@ -49,13 +49,21 @@ impl Rendering {
     /// Appends lines that are not records as they are: the reader counts them as malformed.
     pub fn push_damaged(&mut self, lines: &[&[u8]]) {
         for line in lines {
-            let start = self.bytes.len();
-            // A line is one line, whatever it held.
-            self.bytes
-                .extend(line.iter().map(|b| if *b == b'\r' { b' ' } else { *b }));
-            self.bytes.push(b'\n');
-            self.chain = xxhash_rust::xxh3::xxh3_64_with_seed(&self.bytes[start..], self.chain);
+            self.push_line(line);
         }
+    }
+
+    /// Appends a line as it is (a harness's own JSON Lines record, kept byte for byte). It
+    /// carries no chain: only the lines after it (pushed as records) depend on it.
+    pub fn push_line(&mut self, line: &[u8]) {
+        let start = self.bytes.len();
+        // A line is one line, whatever it held.
+        self.bytes.extend(
+            line.iter()
+                .map(|b| if matches!(b, b'\r' | b'\n') { b' ' } else { *b }),
+        );
+        self.bytes.push(b'\n');
+        self.chain = xxhash_rust::xxh3::xxh3_64_with_seed(&self.bytes[start..], self.chain);
     }
 
     /// Appends a record given as a JSON value: only an object is one (a store's `null` for a
