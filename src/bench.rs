@@ -49,7 +49,7 @@ pub(crate) struct BenchArgs {
     /// Seed of the corpus and the query sampling.
     #[arg(long, default_value_t = 42)]
     seed: u64,
-    /// The harnesses the corpus is written for, in turn (default: a mix of all eight, Codex
+    /// The harnesses the corpus is written for, in turn (default: a mix of all of them, Codex
     /// and Claude Code twice as often as the others).
     #[arg(long, value_delimiter = ',')]
     harnesses: Vec<Harness>,

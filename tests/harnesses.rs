@@ -414,14 +414,26 @@ async fn a_gemini_json_chat_rewritten_while_ingest_runs_ends_as_one_clean_read()
     assert_eq!(first.counters.files_read, 1);
 
     // Gemini CLI rewrites the whole file after each message, truncating it first: a reader can
-    // find it empty or half written.
+    // find it empty or half written. Halfway, the writer waits for an ingest to have run (on a
+    // busy engine one ingest can take longer than all the writes), so ingest runs while the
+    // chat is rewritten more than once.
+    let runs = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let writing = {
         let log = log.clone();
+        let runs = runs.clone();
         let mut chat: serde_json::Value =
             serde_json::from_slice(&std::fs::read(&source).unwrap()).unwrap();
         std::thread::spawn(move || {
             use std::io::Write;
             for i in 0..40 {
+                if i == 20 {
+                    let waiting = std::time::Instant::now();
+                    while runs.load(std::sync::atomic::Ordering::SeqCst) == 0
+                        && waiting.elapsed() < std::time::Duration::from_secs(120)
+                    {
+                        std::thread::sleep(std::time::Duration::from_millis(5));
+                    }
+                }
                 let kind = if i % 2 == 0 { "user" } else { "gemini" };
                 chat["messages"].as_array_mut().unwrap().push(json!({
                     "id": format!("extra-{i}"),
@@ -440,13 +452,15 @@ async fn a_gemini_json_chat_rewritten_while_ingest_runs_ends_as_one_clean_read()
             }
         })
     };
-    let mut runs = 0;
     while !writing.is_finished() {
         ingest_as(&config, &db, &dir, Harness::GeminiCli).await;
-        runs += 1;
+        runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     }
     writing.join().unwrap();
-    assert!(runs > 1, "ingest ran while the chat was being rewritten");
+    assert!(
+        runs.load(std::sync::atomic::Ordering::SeqCst) > 1,
+        "ingest ran while the chat was being rewritten"
+    );
     let settled = ingest_as(&config, &db, &dir, Harness::GeminiCli).await;
     assert!(settled.counters.unreadable.is_empty(), "{settled}");
     let last = snapshot(&db).await;

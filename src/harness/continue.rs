@@ -6,9 +6,10 @@
 //! `chatModelTitle`), rewritten whole on every save. It is rendered as a header, then one line
 //! per history item (its message, the context items it came with, the model that answered, its
 //! reasoning and any conversation summary), a tool's result from `toolCallStates` on a line of
-//! its own after its call when no `tool` message carries it. What changes as a reply streams
-//! (usage, prompt logs, a tool's status) is left out of the lines, so a session that only grew
-//! renders as its old lines and new ones, and is read on from its checkpoint.
+//! its own after its call when no `tool` message carries it. What changes while a reply streams
+//! or a tool runs (usage, the prompt logs but for the model they name, the tool's state) is left
+//! out of the lines, so a session that only grew renders as its old lines and new ones, and is
+//! read on from its checkpoint.
 //!
 //! Messages carry no times. The session's start is `dateCreated` in the index `sessions.json`
 //! beside it (else the file's time); reasoning carries its own. A turn starts at a user message;
