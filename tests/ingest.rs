@@ -64,6 +64,17 @@ fn corpora() -> Vec<(PathBuf, Vec<LogFile>)> {
 /// Files in `tests/formats/`, one per version family.
 const FORMAT_FAMILIES: usize = 33;
 
+#[test]
+fn every_format_fixture_is_sniffed_as_the_harness_of_its_directory() {
+    let root = format_root();
+    for file in logs_in(&root, FORMAT_FAMILIES) {
+        let relative = file.path.strip_prefix(&root).unwrap();
+        let top = relative.components().next().unwrap().as_os_str();
+        let expected = Harness::parse(&top.to_string_lossy()).unwrap();
+        assert_eq!(file.harness, expected, "{}", relative.display());
+    }
+}
+
 /// The fixture whose path contains `part`.
 fn fixture<'a>(files: &'a [LogFile], part: &str) -> &'a LogFile {
     files
