@@ -578,6 +578,18 @@ mod tests {
             ),
             Ok(Harness::Droid)
         );
+        // Aider's history by its name; other Markdown is no log.
+        let aider = [
+            "",
+            "# aider chat started at 2026-02-03 09:15:02",
+            "",
+            "#### hi  ",
+        ];
+        assert_eq!(
+            sniffed(".aider.chat.history.md", &aider),
+            Ok(Harness::Aider)
+        );
+        assert!(sniffed("NOTES.md", &aider).is_err());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
