@@ -743,3 +743,49 @@ async fn an_aider_history_that_grows_is_read_on_and_only_its_last_run_is_read_ag
     assert_eq!(sessions, 3);
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// Every harness the service reads has what adding one asks for: fixtures in `tests/formats/`
+/// detected as its own, a demo session, and a row in the harness table.
+#[test]
+fn every_registered_harness_has_fixtures_detection_a_demo_and_a_docs_row() {
+    let table =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/harnesses.md"))
+            .unwrap();
+    let fixtures = scratch("registry");
+    build_formats(&fixtures);
+    let demo = scratch("registry-demo");
+    let demo_roots = moraine_mcp::demo::write_to(&demo).unwrap();
+    for harness in Harness::all() {
+        let dir = fixtures.join(harness.default_source());
+        assert!(
+            dir.is_dir(),
+            "{harness}: no fixtures in tests/formats/{}",
+            harness.default_source()
+        );
+        let (logs, problems) =
+            moraine_mcp::ingest::files::from_paths(std::slice::from_ref(&dir), None, None);
+        assert!(
+            !logs.is_empty(),
+            "{harness}: no fixture found ({problems:?})"
+        );
+        for log in &logs {
+            assert_eq!(
+                log.harness,
+                harness,
+                "{} detected as {}",
+                log.path.display(),
+                log.harness
+            );
+        }
+        assert!(
+            demo_roots.iter().any(|(h, _)| *h == harness),
+            "{harness}: no demo session"
+        );
+        assert!(
+            table.contains(&format!("| `{}` |", harness.as_str())),
+            "{harness}: no row in docs/harnesses.md"
+        );
+    }
+    std::fs::remove_dir_all(fixtures).unwrap();
+    std::fs::remove_dir_all(demo).unwrap();
+}
