@@ -13,6 +13,7 @@ use subtle::ConstantTimeEq;
 use crate::config::{Scope, TEAM_TOKENS_VARIABLE, TokenConfig};
 use crate::ingest::sources::Visible;
 use crate::metrics::Metrics;
+use crate::server::guards::LogLimiter;
 use crate::server::http_error::HttpError;
 
 /// Who is calling and what they may do; put in request extensions by [`authenticate`].
@@ -204,10 +205,8 @@ pub(crate) async fn authenticate(
 
 /// Logs, at most once a minute, that pushes with tokens reach a server without any.
 fn warn_open_server() {
-    static LAST: std::sync::Mutex<Option<std::time::Instant>> = std::sync::Mutex::new(None);
-    let mut last = LAST.lock().expect("warning clock");
-    if last.is_none_or(|at| at.elapsed() >= std::time::Duration::from_secs(60)) {
-        *last = Some(std::time::Instant::now());
+    static WARNED: LogLimiter = LogLimiter::per_ms(60_000);
+    if WARNED.admit() {
         tracing::warn!(
             "refused a push that carries a token: this server has no tokens configured \
              (set {TEAM_TOKENS_VARIABLE} or auth.tokens to serve a team)"

@@ -241,6 +241,10 @@ pub struct ClickHouseConfig {
     pub connect_timeout_ms: u64,
     pub query_timeout_ms: u64,
     pub max_concurrent_queries: usize,
+    /// Tool calls that run at once (0: one per CPU core of this machine, at least 2; never more
+    /// than `max_concurrent_queries`). More calls than the engine has cores only share them:
+    /// each runs slower and none sooner.
+    pub max_concurrent_calls: usize,
     /// Tool calls that may wait for a running one to end; one more is answered busy at once.
     pub max_waiting_calls: usize,
     pub queue_timeout_ms: u64,
@@ -260,7 +264,8 @@ impl Default for ClickHouseConfig {
             connect_timeout_ms: 2000,
             query_timeout_ms: 30_000,
             max_concurrent_queries: 8,
-            max_waiting_calls: 0,
+            max_concurrent_calls: 0,
+            max_waiting_calls: 8,
             queue_timeout_ms: 1000,
             compression: Compression::Lz4,
             startup_wait_secs: 30,
@@ -838,10 +843,25 @@ impl ClickHouseConfig {
             1..=1024,
         )?;
         within(
+            "clickhouse.max_concurrent_calls",
+            self.max_concurrent_calls,
+            0..=1024,
+        )?;
+        within(
             "clickhouse.max_waiting_calls",
             self.max_waiting_calls,
             0..=1024,
         )
+    }
+
+    /// How many tool calls run at once: `max_concurrent_calls`, or one per CPU core (at least
+    /// 2), and never more than there are query slots.
+    pub fn concurrent_calls(&self) -> usize {
+        let calls = match self.max_concurrent_calls {
+            0 => std::thread::available_parallelism().map_or(2, |n| n.get().max(2)),
+            n => n,
+        };
+        calls.min(self.max_concurrent_queries)
     }
 }
 
@@ -1011,6 +1031,18 @@ mod tests {
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect()
+    }
+
+    #[test]
+    fn test_tool_calls_run_one_per_core_by_default_and_never_beyond_the_slots() {
+        let mut config = ClickHouseConfig::default();
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get().max(2));
+        assert_eq!(config.concurrent_calls(), cores.min(8));
+        config.max_concurrent_queries = 1;
+        assert_eq!(config.concurrent_calls(), 1);
+        config.max_concurrent_queries = 16;
+        config.max_concurrent_calls = 5;
+        assert_eq!(config.concurrent_calls(), 5);
     }
 
     #[test]

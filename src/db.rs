@@ -237,7 +237,7 @@ impl Db {
             query_timeout: Duration::from_millis(config.query_timeout_ms),
             metrics,
             calls: Arc::new(Admission::new(
-                config.max_concurrent_queries,
+                config.concurrent_calls(),
                 config.max_waiting_calls,
             )),
             foreground: Arc::new(Foreground::new()),
@@ -303,11 +303,11 @@ impl Db {
         self.metrics.set_pool(self.slots.status());
     }
 
-    /// Runs `work` (one tool call) as an admitted call. At most as many calls run at once as
-    /// there are query slots, and at most `max_waiting_calls` more wait (within the queue
-    /// timeout) for one of them to end; a call beyond that is answered busy at once. Under overload the excess
-    /// is refused rather than everyone slowed down: admitted calls stay about as fast as on an
-    /// idle server. The call's queries together then wait at most what is left of the queue
+    /// Runs `work` (one tool call) as an admitted call. At most
+    /// [`ClickHouseConfig::concurrent_calls`] run at once (by default one per core), and at
+    /// most `max_waiting_calls` more wait (within the queue timeout) for one of them to end; a
+    /// call beyond that is answered busy at once. Under overload the excess is refused rather
+    /// than everyone slowed down. The call's queries together then wait at most what is left of the queue
     /// timeout for slots, however many statements it runs.
     pub async fn admit_call<T, E, F>(&self, work: F) -> Result<T, E>
     where

@@ -15,6 +15,7 @@ macro_rules! demo_file {
 /// are built from (`<store>.sql`). The first directory names the harness. A test keeps this
 /// list equal to the directory.
 pub(crate) const FILES: &[(&str, &str)] = &[
+    demo_file!("aider/ledgerline/.aider.chat.history.md"),
     demo_file!("claude/-home-dev-src-cartographe/725ccb83-0d98-4bc2-8496-45fd2d73ccb8.jsonl"),
     demo_file!("claude/-home-dev-src-harborctl/662ca2bc-637c-4429-a572-b2286ec3813f.jsonl"),
     demo_file!("claude/-home-dev-src-quillboard/9ce74b5f-a91e-4aba-adb3-7056935abbae.jsonl"),

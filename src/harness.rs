@@ -15,6 +15,7 @@ use serde_json::{Map, Value};
 use crate::vocab::Harness;
 
 pub(crate) mod adapter;
+pub(crate) mod aider;
 pub(crate) mod claude;
 pub(crate) mod codex;
 pub(crate) mod r#continue;
@@ -89,9 +90,10 @@ pub(crate) trait LogFormat: Sync {
         None
     }
 
-    /// Extensions of the stores holding many of its sessions (`db`), if it keeps any.
-    fn store_extensions(&self) -> &'static [&'static str] {
-        &[]
+    /// Whether `path` names one of its stores: a file holding many of its sessions (read
+    /// from the name alone: a pushed store's path names a file of another machine).
+    fn is_store(&self, _path: &Path) -> bool {
+        false
     }
 
     /// Whether the log at `path` is read rendered (see [`rendered`]) rather than as its bytes.
@@ -106,8 +108,8 @@ pub(crate) trait LogFormat: Sync {
         ))
     }
 
-    /// The sessions of the store at `path` (one with a [`LogFormat::store_extensions`]
-    /// extension) with an estimate of their size.
+    /// The sessions of the store at `path` (one [`LogFormat::is_store`] names) with an
+    /// estimate of their size.
     fn store_sessions(&self, _path: &Path) -> io::Result<Vec<(String, u64)>> {
         Ok(Vec::new())
     }
@@ -182,6 +184,7 @@ registry! {
     Cursor => Cursor(cursor::CursorState),
     ClaudeCode => Claude(claude::ClaudeState),
     OpenCode => OpenCode(opencode::OpenCodeState),
+    Aider => Aider(aider::AiderState),
     OpenClaw => OpenClaw(openclaw::OpenClawState),
     Continue => Continue(r#continue::ContinueState),
 }
@@ -213,29 +216,22 @@ pub(crate) fn detect_path(path: &str) -> Option<Harness> {
     })
 }
 
-/// The harness whose store `path` is, by its extension.
+/// The harness whose store `path` is, by its name.
 pub(crate) fn detect_store(path: &Path) -> Option<Harness> {
-    let ext = path.extension()?.to_str()?;
     DETECTION_ORDER
         .iter()
         .copied()
-        .find(|h| format(*h).store_extensions().contains(&ext))
+        .find(|h| format(*h).is_store(path))
 }
 
-/// Whether `path` is a store of `harness` (by its extension).
+/// Whether `path` is a store of `harness` (by its name).
 pub(crate) fn is_store(harness: Harness, path: &Path) -> bool {
-    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-    format(harness).store_extensions().contains(&ext)
+    format(harness).is_store(path)
 }
 
-/// Whether `name` ends with the extension of any harness's store (`opencode.db`).
+/// Whether `name` names any harness's store (`opencode.db`).
 pub(crate) fn is_store_name(name: &str) -> bool {
-    DETECTION_ORDER.iter().any(|h| {
-        format(*h)
-            .store_extensions()
-            .iter()
-            .any(|ext| name.rsplit_once('.').is_some_and(|(_, e)| e == *ext))
-    })
+    detect_store(Path::new(name)).is_some()
 }
 
 /// Every harness's default sources, in [`Harness`] order.

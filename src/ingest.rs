@@ -91,6 +91,22 @@ impl Summary {
             .chain(self.counters.unreadable.iter().cloned())
             .collect()
     }
+
+    /// The run as the metrics count it.
+    pub fn figures(&self) -> crate::metrics::LocalIngestRun {
+        let c = &self.counters;
+        crate::metrics::LocalIngestRun {
+            files_read: c.files_read,
+            files_unchanged: c.files_unchanged,
+            files_reread: c.files_reread,
+            files_unreadable: c.unreadable.len() as u64,
+            lines: c.lines,
+            malformed: c.malformed,
+            events: c.events,
+            future_events: c.future_events,
+            pending_bytes: self.pending_bytes,
+        }
+    }
 }
 
 impl std::fmt::Display for Summary {

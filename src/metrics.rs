@@ -429,14 +429,13 @@ impl Metrics {
     }
 
     /// What one local ingest run did.
-    pub fn observe_local_ingest(&self, summary: &crate::ingest::Summary) {
+    pub fn observe_local_ingest(&self, c: &LocalIngestRun) {
         let inner = &self.inner;
-        let c = &summary.counters;
         for (outcome, n) in [
             ("read", c.files_read),
             ("unchanged", c.files_unchanged),
             ("reread", c.files_reread),
-            ("unreadable", c.unreadable.len() as u64),
+            ("unreadable", c.files_unreadable),
         ] {
             inner.local_files.with_label_values(&[outcome]).inc_by(n);
         }
@@ -452,7 +451,7 @@ impl Metrics {
         self.future_events("local", c.future_events);
         inner
             .local_pending
-            .set(i64::try_from(summary.pending_bytes).unwrap_or(i64::MAX));
+            .set(i64::try_from(c.pending_bytes).unwrap_or(i64::MAX));
         inner
             .local_last_run
             .set(crate::text::now_ms() as f64 / 1000.0);
@@ -640,7 +639,7 @@ impl Metrics {
 
     /// What the store holds and each server's disk space, as just read: replaces the last
     /// figures whole, so a table or server that is gone leaves no stale series.
-    pub(crate) fn observe_store(&self, store: &crate::capacity::Store) {
+    pub(crate) fn observe_store(&self, store: &Store) {
         let inner = &self.inner;
         inner
             .store_documents
@@ -681,6 +680,49 @@ impl Metrics {
     }
 }
 
+/// One table on one server.
+#[derive(Debug, Clone, PartialEq, Eq, clickhouse::Row, serde::Deserialize)]
+pub(crate) struct TableSize {
+    pub host: String,
+    pub table: String,
+    pub rows: u64,
+    pub bytes: u64,
+    pub parts: u64,
+}
+
+/// One disk of one server.
+#[derive(Debug, Clone, PartialEq, Eq, clickhouse::Row, serde::Deserialize)]
+pub(crate) struct DiskSpace {
+    pub host: String,
+    pub disk: String,
+    pub free: u64,
+    pub total: u64,
+}
+
+/// The store's size, as read at `read_at` (Unix seconds) by `capacity`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Store {
+    pub documents: u64,
+    pub tables: Vec<TableSize>,
+    pub disks: Vec<DiskSpace>,
+    pub read_at: f64,
+}
+
+/// What one local ingest run did, as the metrics count it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LocalIngestRun {
+    pub files_read: u64,
+    pub files_unchanged: u64,
+    pub files_reread: u64,
+    pub files_unreadable: u64,
+    pub lines: u64,
+    pub malformed: u64,
+    pub events: u64,
+    pub future_events: u64,
+    /// Log bytes not yet ingested when the run started.
+    pub pending_bytes: u64,
+}
+
 /// Decrements the in-flight gauge when dropped.
 pub struct InFlight(IntGauge);
 
@@ -710,7 +752,6 @@ mod tests {
 
     #[test]
     fn test_a_store_reading_replaces_the_last_whole() {
-        use crate::capacity::{DiskSpace, Store, TableSize};
         let metrics = Metrics::new(&SlaConfig::default());
         let table = |host: &str, table: &str, rows: u64| TableSize {
             host: host.into(),

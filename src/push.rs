@@ -796,7 +796,8 @@ mod tests {
         let masked = Redactor::builtin().mask(&log).0.into_owned();
         let archive = crate::ingest::reader::ReceivedLog {
             base: 0,
-            bytes: masked,
+            tail: bytes::Bytes::new(),
+            bytes: masked.into(),
             head: Vec::new(),
             before: Vec::new(),
         };

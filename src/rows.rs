@@ -110,8 +110,8 @@ pub struct RawChunkRow {
     pub file_key: u64,
     pub generation: u32,
     pub offset: u64,
-    #[serde(with = "serde_bytes")]
-    pub data: Vec<u8>,
+    /// Shared with the request that brought it (a piece of its body), not copied.
+    pub data: bytes::Bytes,
     /// Ms since the epoch; the newest of chunks at the same offset wins.
     pub received_at: i64,
 }

@@ -3,7 +3,7 @@
 //! The connection loop (timeouts, limits, graceful shutdown) is in [`connections`].
 
 mod connections;
-mod guards;
+pub(crate) mod guards;
 mod hosts;
 pub(crate) mod http_error;
 mod ingest_api;
@@ -47,7 +47,8 @@ struct AppState {
     db: Db,
     tokens: Arc<Tokens>,
     /// Configured token names, in order: shown on `/metrics` only to a `metrics` token.
-    token_names: Arc<[String]>,
+    /// Each token's name, and whether its ingest source is that name (none was given).
+    token_names: Arc<[(String, bool)]>,
     health_timeout: Duration,
     /// Whether the last health probe failed, so only changes are logged as warnings.
     unhealthy: Arc<AtomicBool>,
@@ -93,7 +94,12 @@ pub(crate) fn router(
     let state = AppState {
         db,
         tokens: tokens.clone(),
-        token_names: config.auth.tokens.iter().map(|t| t.name.clone()).collect(),
+        token_names: config
+            .auth
+            .tokens
+            .iter()
+            .map(|t| (t.name.clone(), t.source.is_none()))
+            .collect(),
         health_timeout: Duration::from_millis(config.clickhouse.health_timeout_ms),
         unhealthy: Arc::new(AtomicBool::new(false)),
     };
@@ -305,18 +311,22 @@ async fn metrics_get(State(state): State<AppState>, headers: axum::http::HeaderM
     ([(header::CONTENT_TYPE, prometheus::TEXT_FORMAT)], text).into_response()
 }
 
-/// The exposition with each configured token's name replaced by its position (`token-1`, …):
-/// who is on the team is not for every scraper to read.
-fn without_token_names(mut text: String, names: &[String]) -> String {
-    for (i, name) in names.iter().enumerate() {
+/// The exposition with each configured token's name replaced by its position (`token-1`, …),
+/// also where a token without a `source` of its own names the ingest source: who is on the
+/// team is not for every scraper to read.
+fn without_token_names(mut text: String, names: &[(String, bool)]) -> String {
+    for (i, (name, is_source)) in names.iter().enumerate() {
         // As the text format writes a label value.
         let escaped = name
             .replace('\\', "\\\\")
             .replace('"', "\\\"")
             .replace('\n', "\\n");
-        let label = format!("token=\"{escaped}\"");
-        if text.contains(&label) {
-            text = text.replace(&label, &format!("token=\"token-{}\"", i + 1));
+        let labels = std::iter::once("token").chain(is_source.then_some("source"));
+        for key in labels {
+            let label = format!("{key}=\"{escaped}\"");
+            if text.contains(&label) {
+                text = text.replace(&label, &format!("{key}=\"token-{}\"", i + 1));
+            }
         }
     }
     text
@@ -371,12 +381,13 @@ mod tests {
 
     #[test]
     fn test_token_names_become_positions_as_the_text_format_writes_them() {
-        let names = ["alice".to_owned(), "q\"uote".to_owned()];
-        let text =
-            "a{token=\"alice\",result=\"ok\"} 1\nb{token=\"q\\\"uote\"} 2\nc{token=\"alicex\"} 3\n";
+        let names = [("alice".to_owned(), true), ("q\"uote".to_owned(), false)];
+        let text = "a{token=\"alice\",result=\"ok\"} 1\nb{token=\"q\\\"uote\"} 2\nc{token=\"alicex\"} 3\n\
+                    d{source=\"alice\"} 4\ne{source=\"q\\\"uote\"} 5\n";
         assert_eq!(
             without_token_names(text.to_owned(), &names),
-            "a{token=\"token-1\",result=\"ok\"} 1\nb{token=\"token-2\"} 2\nc{token=\"alicex\"} 3\n"
+            "a{token=\"token-1\",result=\"ok\"} 1\nb{token=\"token-2\"} 2\nc{token=\"alicex\"} 3\n\
+             d{source=\"token-1\"} 4\ne{source=\"q\\\"uote\"} 5\n"
         );
     }
 }

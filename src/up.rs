@@ -204,7 +204,7 @@ async fn ingest_local(
         return Ok(());
     }
     let summary = ingest::run(config, db, logs, announce).await?;
-    db.metrics().observe_local_ingest(&summary);
+    db.metrics().observe_local_ingest(&summary.figures());
     // Once: on the terminal at start-up, in the log afterwards (and only when something came).
     if announce {
         eprintln!("{}", summary.headline());

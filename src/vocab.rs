@@ -184,6 +184,8 @@ pub enum Harness {
         props(title = "Droid", source = "droid")
     )]
     Droid,
+    #[strum(to_string = "aider", props(title = "Aider", source = "aider"))]
+    Aider,
     /// OpenClaw (formerly Clawdbot and Moltbot), on Pi's session format.
     #[strum(to_string = "openclaw", props(title = "OpenClaw", source = "openclaw"))]
     OpenClaw,

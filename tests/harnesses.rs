@@ -36,6 +36,8 @@ fn build_formats(dir: &Path) {
     std::fs::remove_dir_all(dir.join("golden")).unwrap();
 }
 
+const AIDER_HISTORY: &str = "aider/kestrel/.aider.chat.history.md";
+
 const GEMINI_CHAT: &str = "gemini/tmp/quarry/chats/session-2026-08-03T09-12-7c41e2d0.jsonl";
 
 #[tokio::test]
@@ -230,6 +232,12 @@ async fn every_harness_is_found_by_search_and_opened() {
             "ses_7fa0c2d91e4bXq3LmN8pR2sT5v",
             "mosaic tiles",
         ),
+        (
+            Harness::Aider,
+            "2026-02-03-09-16-40-1bb22314",
+            "exponentially",
+        ),
+        (Harness::Aider, "2026-02-04-14-02-11-d6a951a2", "jitter"),
         (
             Harness::OpenClaw,
             "0199a3c4-5e6f-7a81-b2c3-d4e5f6a7b8c9",
@@ -799,6 +807,7 @@ async fn the_demo_holds_a_session_of_every_harness_that_search_finds() {
         (Harness::Droid, "goleak"),
         (Harness::Cursor, "fetch_rows_blocking"),
         (Harness::OpenCode, "TOO_MANY_PARTS"),
+        (Harness::Aider, "quantize"),
         (Harness::OpenClaw, "logrotate"),
         (Harness::Continue, "hydration"),
     ];
@@ -905,9 +914,15 @@ async fn every_new_harness_has_its_secrets_redacted_and_this_services_calls_flag
              UPDATE cursorDiskKV SET value = replace(value, 'run_terminal_command_v2', 'mcp_moraine_search_sessions');"
         ),
     );
+    // Aider calls no tools: only its prompt carries the credential.
+    edit(
+        &dir.join(AIDER_HISTORY),
+        "up to five attempts.",
+        &format!("up to five attempts. key {KEY}"),
+    );
     let (config, db) = common::fresh_db().await;
     let summary = common::ingest_paths(&config, &db, &dir).await;
-    assert!(summary.counters.redactions >= 8, "{summary}");
+    assert!(summary.counters.redactions >= 9, "{summary}");
     let rows: Vec<(String, u64, u64, u64)> = db
         .read(
             "t",
@@ -941,6 +956,8 @@ async fn every_new_harness_has_its_secrets_redacted_and_this_services_calls_flag
             "{harness}: its call of this service is flagged"
         );
     }
+    let aider = rows.iter().find(|r| r.0 == "aider").expect("aider events");
+    assert_eq!((aider.1, aider.2 > 0), (0, true), "{rows:?}");
     std::fs::remove_dir_all(dir).unwrap();
 }
 
@@ -969,6 +986,8 @@ fn the_default_sources_find_every_harness_where_it_keeps_its_logs() {
     place(&fixtures, "droid/sessions", &home, ".factory/sessions");
     place(&fixtures, "cursor/projects", &home, ".cursor/projects");
     place(&fixtures, "cursor/User", &home, cursor_user);
+    // Aider's history at the root of a repository two levels below home.
+    place(&fixtures, "aider/kestrel", &home, "src/kestrel");
     // A store in a workspace's storage as well as the global one.
     let user = home.join(cursor_user);
     std::fs::create_dir_all(user.join("workspaceStorage/4f2a")).unwrap();
@@ -1057,4 +1076,100 @@ fn the_default_sources_find_every_harness_where_it_keeps_its_logs() {
     );
     std::fs::remove_dir_all(fixtures).unwrap();
     std::fs::remove_dir_all(home).unwrap();
+}
+
+#[tokio::test]
+async fn an_aider_history_that_grows_is_read_on_and_only_its_last_run_is_read_again() {
+    let source = std::fs::read_to_string(formats().join(AIDER_HISTORY)).unwrap();
+    let third = source.find("# aider chat started at 2026-02-04").unwrap();
+    let dir = scratch("aider");
+    let repo = dir.join("kestrel");
+    std::fs::create_dir_all(&repo).unwrap();
+    let history = repo.join(".aider.chat.history.md");
+    // Aider is still answering in the second run; the third has not started.
+    let answering = source.find("> Tokens: 3.9k sent").unwrap();
+    std::fs::write(&history, &source[..answering]).unwrap();
+    let (config, db) = common::fresh_db().await;
+    let first = common::ingest_paths(&config, &db, &dir).await;
+    assert_eq!(first.counters.files_read, 1, "{first}");
+    // The rest of the second run and the whole third are appended.
+    std::fs::write(&history, &source).unwrap();
+    let grown = common::ingest_paths(&config, &db, &dir).await;
+    assert_eq!(
+        (grown.counters.files_read, grown.counters.files_reread),
+        (2, 0),
+        "the grown run is read on, the new one read: {grown}"
+    );
+    let read_on = snapshot(&db).await;
+    common::assert_statistics_exact(&read_on);
+    let (clean_config, clean_db) = common::fresh_db().await;
+    common::ingest_paths(&clean_config, &clean_db, &dir).await;
+    assert_eq!(read_on, snapshot(&clean_db).await);
+    // A run appended later leaves the earlier ones unread.
+    let mut longer = source.clone();
+    longer.push_str(&source[third..].replace("2026-02-04 14:02:11", "2026-02-05 08:00:00"));
+    std::fs::write(&history, &longer).unwrap();
+    let again = common::ingest_paths(&config, &db, &dir).await;
+    assert_eq!(
+        (again.counters.files_unchanged, again.counters.files_read),
+        (2, 1),
+        "{again}"
+    );
+    let sessions: u64 = db
+        .read(
+            "t",
+            "SELECT count() FROM sessions FINAL WHERE harness = 'aider'",
+        )
+        .fetch_optional(&db, db.default_deadline())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(sessions, 3);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Every harness the service reads has what adding one asks for: fixtures in `tests/formats/`
+/// detected as its own, a demo session, and a row in the harness table.
+#[test]
+fn every_registered_harness_has_fixtures_detection_a_demo_and_a_docs_row() {
+    let table =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/harnesses.md"))
+            .unwrap();
+    let fixtures = scratch("registry");
+    build_formats(&fixtures);
+    let demo = scratch("registry-demo");
+    let demo_roots = moraine_mcp::demo::write_to(&demo).unwrap();
+    for harness in Harness::all() {
+        let dir = fixtures.join(harness.default_source());
+        assert!(
+            dir.is_dir(),
+            "{harness}: no fixtures in tests/formats/{}",
+            harness.default_source()
+        );
+        let (logs, problems) =
+            moraine_mcp::ingest::files::from_paths(std::slice::from_ref(&dir), None, None);
+        assert!(
+            !logs.is_empty(),
+            "{harness}: no fixture found ({problems:?})"
+        );
+        for log in &logs {
+            assert_eq!(
+                log.harness,
+                harness,
+                "{} detected as {}",
+                log.path.display(),
+                log.harness
+            );
+        }
+        assert!(
+            demo_roots.iter().any(|(h, _)| *h == harness),
+            "{harness}: no demo session"
+        );
+        assert!(
+            table.contains(&format!("| `{}` |", harness.as_str())),
+            "{harness}: no row in docs/harnesses.md"
+        );
+    }
+    std::fs::remove_dir_all(fixtures).unwrap();
+    std::fs::remove_dir_all(demo).unwrap();
 }

@@ -113,6 +113,7 @@ async fn every_documented_status_is_served_and_nothing_served_is_undocumented() 
     let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).to_string();
     let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
     let huge = "104857600";
+    let crowd: Vec<(&str, &str)> = vec![("X-Pad", "1"); 101];
 
     // A stateful session, for the GET stream and DELETE.
     let opened = exchange(
@@ -306,6 +307,9 @@ async fn every_documented_status_is_served_and_nothing_served_is_undocumented() 
             413,
         ),
         (&s, "/mcp", "DELETE", vec![auth], "", 400),
+        // More header fields than the server reads.
+        (&a, "/mcp", "POST", crowd.clone(), "", 431),
+        (&a, "/healthz", "GET", crowd.clone(), "", 431),
         (&s, "/mcp", "DELETE", vec![], "", 401),
         (
             &s,

@@ -1631,3 +1631,45 @@ async fn sources_show_each_token_who_pushed_what_it_may_see() {
     assert_eq!(json["sources"][1]["sessions"], 2);
     server.stop().await;
 }
+
+#[tokio::test]
+async fn a_token_without_a_source_is_not_named_to_anonymous_scrapers() {
+    const CAROL: &str = "carol-laptop-token-0123456789";
+    let dir = scratch("carol");
+    write_sessions(&dir, 0x63, 1, 1, "gammaword");
+    let (mut settings, db) = fresh_db().await;
+    settings = team(settings);
+    let mut carol = TokenConfig::reader("carol-laptop", CAROL);
+    carol.scopes = vec![Scope::Ingest];
+    settings.auth.tokens.push(carol);
+    let server = TestServer::start(settings, db).await;
+    push::push_logs(&client(&server, CAROL), &logs_under(&dir), 4096, false)
+        .await
+        .unwrap();
+    let url = format!("{}/metrics", server.base);
+    let named = send(
+        "GET",
+        &url,
+        &[("authorization", &format!("Bearer {PROMETHEUS}"))],
+        "",
+    )
+    .await;
+    // Its name is its source: a metrics token sees it as both.
+    assert!(
+        named.body.contains("source=\"carol-laptop\""),
+        "{}",
+        named.body
+    );
+    let anonymous = send("GET", &url, &[], "").await;
+    assert!(
+        !anonymous.body.contains("carol-laptop"),
+        "{}",
+        anonymous.body
+    );
+    assert!(
+        anonymous.body.contains("source=\"token-6\""),
+        "{}",
+        anonymous.body
+    );
+    server.stop().await;
+}

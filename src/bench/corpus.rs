@@ -223,8 +223,8 @@ pub(crate) struct Spec {
     pub harnesses: Vec<Harness>,
 }
 
-/// The default mix: Codex and Claude Code a sixth of the sessions each, every other harness a
-/// twelfth (Cursor's and OpenCode's in their SQLite stores).
+/// The default mix: Codex and Claude Code two shares of the sessions each, every other harness
+/// one (Cursor's and OpenCode's in their SQLite stores).
 pub(crate) const MIX: &[Harness] = &[
     Harness::Codex,
     Harness::ClaudeCode,
@@ -237,6 +237,7 @@ pub(crate) const MIX: &[Harness] = &[
     Harness::CopilotCli,
     Harness::QwenCode,
     Harness::Droid,
+    Harness::Aider,
     Harness::Continue,
 ];
 
@@ -526,6 +527,11 @@ impl Generator {
                 Harness::Droid => {
                     let path = file(format!("droid/sessions/-bench-project/{id}.jsonl"));
                     let events = harness_logs::write_droid(&path, &id, started, turns, w, rng)?;
+                    (Some(path), events)
+                }
+                Harness::Aider => {
+                    let path = file(format!("aider/{id}/.aider.chat.history.md"));
+                    let events = harness_logs::write_aider(&path, started, turns, w, rng)?;
                     (Some(path), events)
                 }
                 Harness::OpenClaw => {

@@ -1,6 +1,6 @@
-//! Benchmark sessions in the formats of the harnesses after Codex and Claude Code: five JSON
-//! Lines logs, Continue's whole-file sessions and two SQLite stores (Cursor's, OpenCode's), each
-//! shaped like its fixture.
+//! Benchmark sessions in the formats of the harnesses after Codex and Claude Code: JSON Lines
+//! logs, Continue's whole-file sessions, Aider's Markdown history and two SQLite stores (Cursor's,
+//! OpenCode's), each shaped like its fixture.
 
 use std::path::Path;
 
@@ -412,6 +412,58 @@ pub(super) fn write_continue(
     std::fs::write(path, serde_json::to_vec_pretty(&session)?)?;
     let entry = json!({"sessionId": id, "title": title, "dateCreated": started.to_string(), "workspaceDirectory": format!("file:///home/dev/{}", w.repo), "messageCount": script.turns.len()});
     Ok((events, entry))
+}
+
+/// Aider: one run of a `.aider.chat.history.md` (Markdown: `#### ` prompts, `> ` output,
+/// answers with their reasoning between Aider's thinking tags).
+pub(super) fn write_aider(
+    path: &Path,
+    started: i64,
+    turns: u32,
+    w: &Writer<'_>,
+    rng: &mut Pcg64Mcg,
+) -> std::io::Result<u64> {
+    use std::fmt::Write as _;
+    const TAG: &str = "thinking-content-7bbeb8e1441453ad999a0bbba8a46d4b";
+    let script = Script::new(turns, w, rng);
+    let local = chrono::DateTime::from_timestamp_millis(started)
+        .unwrap_or_default()
+        .with_timezone(&chrono::Local)
+        .format("%Y-%m-%d %H:%M:%S");
+    let mut text = format!(
+        "\n# aider chat started at {local}\n\n> Aider v0.86.2  \n> Model: gpt-4.1 with diff edit format  \n"
+    );
+    // The banner, then per turn: the prompt, the answer (and its reasoning), Aider's output.
+    let mut events = 1;
+    for turn in &script.turns {
+        let _ = write!(text, "\n#### {}  \n", turn.prompt);
+        let thought = turn.steps.iter().find_map(|s| s.thought.as_deref());
+        text.push('\n');
+        if let Some(thought) = thought {
+            let _ = write!(text, "<{TAG}>\n{thought}\n</{TAG}>\n\n");
+            events += 1;
+        }
+        let _ = write!(text, "{}\n\n", turn.answer);
+        for step in &turn.steps {
+            let _ = writeln!(
+                text,
+                "> Applied edit to {}  ",
+                step.command.replace(' ', "_")
+            );
+        }
+        let _ = writeln!(
+            text,
+            "> Tokens: {}k sent, {} received.  ",
+            rng.random_range(1..40),
+            rng.random_range(20..900)
+        );
+        events += 3;
+    }
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    std::fs::write(path, text)?;
+    Ok(events)
 }
 
 /// The SQLite stores: Cursor's `state.vscdb` and OpenCode's `opencode.db`, each holding many

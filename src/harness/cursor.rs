@@ -545,8 +545,8 @@ impl LogFormat for Format {
         &["*.jsonl", "*.vscdb"]
     }
 
-    fn store_extensions(&self) -> &'static [&'static str] {
-        &["vscdb"]
+    fn is_store(&self, path: &Path) -> bool {
+        path.extension().is_some_and(|e| e == "vscdb")
     }
 
     fn is_log_name(&self, path: &Path) -> bool {

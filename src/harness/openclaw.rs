@@ -620,8 +620,8 @@ impl LogFormat for Format {
             .map(|id| Identity::main(&id))
     }
 
-    fn store_extensions(&self) -> &'static [&'static str] {
-        &["sqlite"]
+    fn is_store(&self, path: &Path) -> bool {
+        path.extension().is_some_and(|e| e == "sqlite")
     }
 
     /// A session of a store; the transcripts are read as they are.

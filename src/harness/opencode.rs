@@ -686,8 +686,8 @@ impl LogFormat for Format {
         &["opencode.db", "ses_*.json"]
     }
 
-    fn store_extensions(&self) -> &'static [&'static str] {
-        &["db"]
+    fn is_store(&self, path: &Path) -> bool {
+        path.extension().is_some_and(|e| e == "db")
     }
 
     /// The store, and the JSON tree's session files (in `storage/session/<project>/`).

@@ -586,6 +586,18 @@ mod tests {
             ),
             Ok(Harness::Droid)
         );
+        // Aider's history by its name; other Markdown is no log.
+        let aider = [
+            "",
+            "# aider chat started at 2026-02-03 09:15:02",
+            "",
+            "#### hi  ",
+        ];
+        assert_eq!(
+            sniffed(".aider.chat.history.md", &aider),
+            Ok(Harness::Aider)
+        );
+        assert!(sniffed("NOTES.md", &aider).is_err());
         // OpenClaw: its `session` header, or (a transcript whose header was lost) its entries.
         let openclaw = [
             r#"{"type":"session","version":3,"id":"0b1c","timestamp":"2026-02-25T05:18:55.852Z","cwd":"/w"}"#,

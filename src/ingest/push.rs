@@ -13,6 +13,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex, Weak};
 
+use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
 use super::files::{self, LogFile, Origin};
@@ -259,12 +260,16 @@ impl PushIngest {
         let mut outcomes: Vec<Option<Result<Appended, AppendError>>> = Vec::new();
         let mut work = Vec::new();
         let mut pending = Vec::new();
-        for ((append, file), masked) in appends.iter().zip(files).zip(&masked) {
+        for ((append, file), masked) in appends.iter().zip(files).zip(masked) {
             match file {
                 Ok(file) => {
                     let stored = stored.remove(&file.file_key).unwrap_or_default();
-                    let masked = masked.as_deref().unwrap_or(append.bytes);
-                    pending.push((outcomes.len(), append, file, stored, masked));
+                    // Pieces of the body, shared by what is parsed, fingerprinted and archived.
+                    let sent = Sent {
+                        raw: body.slice_ref(append.bytes),
+                        masked: masked.map_or_else(|| body.slice_ref(append.bytes), Bytes::from),
+                    };
+                    pending.push((outcomes.len(), append, file, stored, sent));
                     outcomes.push(None);
                 }
                 Err(refused) => outcomes.push(Some(Err(refused))),
@@ -274,8 +279,8 @@ impl PushIngest {
         while !pending.is_empty() {
             let mut wanted = Vec::new();
             let mut waiting = Vec::new();
-            for (slot, append, file, stored, masked) in pending {
-                match self.plan(&file, &stored, append, masked, &archive) {
+            for (slot, append, file, stored, sent) in pending {
+                match self.plan(&file, &stored, append, &sent, &archive) {
                     Ok(Step::Ready(Some(plan))) => work.push((slot, file, stored, *plan)),
                     Ok(Step::Ready(None)) => {
                         let status = status_of(&append.log, stored.checkpoint.as_ref());
@@ -289,7 +294,7 @@ impl PushIngest {
                     }
                     Ok(Step::Read(ranges)) => {
                         wanted.extend(ranges);
-                        waiting.push((slot, append, file, stored, masked));
+                        waiting.push((slot, append, file, stored, sent));
                     }
                     Err(refused) if refused.refuses_one_log() => {
                         outcomes[slot] = Some(Err(refused));
@@ -477,17 +482,18 @@ impl PushIngest {
     }
 
     /// What to parse: where to resume and the bytes from there (stored ones first), `None`
-    /// when the request holds nothing new, or the archive ranges to read first. `masked` is the
-    /// append's bytes as the archive holds them (credentials overwritten): what is compared
-    /// with it, and what is added to it.
+    /// when the request holds nothing new, or the archive ranges to read first. `sent.masked`
+    /// is the append's bytes as the archive holds them (credentials overwritten): what is
+    /// compared with it, and what is added to it.
     fn plan(
         &self,
         file: &LogFile,
         stored: &Stored,
         append: &Append<'_>,
-        masked: &[u8],
+        sent: &Sent,
         archive: &archive::Archive,
     ) -> Result<Step, AppendError> {
+        let masked = &sent.masked[..];
         let checkpoint = stored.checkpoint.as_ref();
         let (received, generation) = checkpoint.map_or((0, 0), |c| (c.received, c.generation));
         let range = |from: u64, to: u64| archive::Range {
@@ -506,8 +512,8 @@ impl PushIngest {
             let resume = Resume::from_scratch(file, had_rows, checkpoint);
             return Ok(Step::Ready(Some(Box::new(Plan::fresh(
                 resume,
-                append.bytes.to_vec(),
-                masked.to_vec(),
+                sent.raw.clone(),
+                sent.masked.clone(),
             )))));
         }
         if append.offset > received {
@@ -538,16 +544,14 @@ impl PushIngest {
                 });
             }
         }
-        let (new, masked_new) = (&append.bytes[overlap..], &masked[overlap..]);
+        let (new, masked_new) = (sent.raw.slice(overlap..), sent.masked.slice(overlap..));
         if new.is_empty() {
             return Ok(Step::Ready(None));
         }
         let Some(checkpoint) = checkpoint else {
             let resume = Resume::from_scratch(file, stored.max_line.is_some(), None);
             return Ok(Step::Ready(Some(Box::new(Plan::fresh(
-                resume,
-                new.to_vec(),
-                masked_new.to_vec(),
+                resume, new, masked_new,
             )))));
         };
         let resumed = Resume::from_checkpoint(file, stored)
@@ -581,17 +585,19 @@ impl PushIngest {
         let Some((head, before, tail)) = around(archive, range, resume.offset, received) else {
             return Ok(Step::Read(around_ranges(range, resume.offset, received)));
         };
-        let log = |new: &[u8]| ReceivedLog {
+        let tail = Bytes::copy_from_slice(tail);
+        let log = |new: Bytes| ReceivedLog {
             base: resume.offset,
-            bytes: [tail, new].concat(),
+            tail: tail.clone(),
+            bytes: new,
             head: head.to_vec(),
             before: before.to_vec(),
         };
         Ok(Step::Ready(Some(Box::new(Plan {
             log: log(new),
-            view: log(masked_new),
+            view: log(masked_new.clone()),
             resume,
-            chunk: Some((received, masked_new.to_vec())),
+            chunk: Some((received, masked_new)),
             skipped_lines: 0,
         }))))
     }
@@ -709,12 +715,12 @@ fn past_long_line(
     checkpoint: &CheckpointRow,
     mut resume: Resume,
     received: u64,
-    new: &[u8],
-    masked_new: &[u8],
+    new: Bytes,
+    masked_new: Bytes,
     head: &[u8],
     before: &[u8],
 ) -> Plan {
-    let (base, skipped) = match memchr::memchr(b'\n', new) {
+    let (base, skipped) = match memchr::memchr(b'\n', &new) {
         Some(at) => (received + at as u64 + 1, 1),
         None => (received + new.len() as u64, 0),
     };
@@ -724,22 +730,23 @@ fn past_long_line(
         resume.offset = base;
         resume.line_no += 1;
     }
-    let log = |new: &[u8]| {
+    let log = |new: &Bytes| {
         let mut before = [before, &new[..cut]].concat();
         let keep = before.len().saturating_sub(FINGERPRINT_BYTES as usize);
         before.drain(..keep);
         ReceivedLog {
             base,
-            bytes: new[cut..].to_vec(),
+            tail: Bytes::new(),
+            bytes: new.slice(cut..),
             head: head.to_vec(),
             before,
         }
     };
     Plan {
-        log: log(new),
-        view: log(masked_new),
+        log: log(&new),
+        view: log(&masked_new),
         resume,
-        chunk: Some((received, masked_new.to_vec())),
+        chunk: Some((received, masked_new)),
         skipped_lines: skipped,
     }
 }
@@ -810,16 +817,30 @@ fn parse_one(
     }
     if let Some((offset, data)) = plan.chunk {
         counters.bytes = data.len() as u64;
-        batch.chunks.push(RawChunkRow {
-            file_key: file.file_key,
-            generation: batch.checkpoints.last().map_or(0, |c| c.generation),
-            offset,
-            data,
-            received_at: 0,
-        });
+        let generation = batch.checkpoints.last().map_or(0, |c| c.generation);
+        // In pieces: the insert then streams them rather than encoding one row of the whole.
+        for at in (0..data.len()).step_by(ARCHIVE_PIECE_BYTES) {
+            batch.chunks.push(RawChunkRow {
+                file_key: file.file_key,
+                generation,
+                offset: offset + at as u64,
+                data: data.slice(at..(at + ARCHIVE_PIECE_BYTES).min(data.len())),
+                received_at: 0,
+            });
+        }
     }
     Ok((batch, counters))
 }
+
+/// An append's bytes as sent and as the archive holds them (the same piece of the body when
+/// nothing needed masking).
+struct Sent {
+    raw: Bytes,
+    masked: Bytes,
+}
+
+/// The largest row of the archive a request writes.
+const ARCHIVE_PIECE_BYTES: usize = 1 << 20;
 
 /// What one append parses.
 struct Plan {
@@ -829,16 +850,17 @@ struct Plan {
     view: ReceivedLog,
     resume: Resume,
     /// The new bytes to archive, masked, and their offset.
-    chunk: Option<(u64, Vec<u8>)>,
+    chunk: Option<(u64, Bytes)>,
     /// Lines skipped before parsing (too long to read back).
     skipped_lines: u64,
 }
 
 impl Plan {
     /// Parsing from the start of `bytes`, which are all new (`masked`, as archived).
-    fn fresh(resume: Resume, bytes: Vec<u8>, masked: Vec<u8>) -> Self {
+    fn fresh(resume: Resume, bytes: Bytes, masked: Bytes) -> Self {
         let received = |bytes| ReceivedLog {
             base: 0,
+            tail: Bytes::new(),
             bytes,
             head: Vec::new(),
             before: Vec::new(),
@@ -922,7 +944,7 @@ impl LogParser {
         let file = describe("parser", &log, &bytes[..bytes.len().min(files::HEAD_BYTES)])?;
         let resume = Resume::from_scratch(&file, false, None);
         let masked = self.masker.mask(bytes).0.into_owned();
-        let plan = Plan::fresh(resume, bytes.to_vec(), masked);
+        let plan = Plan::fresh(resume, Bytes::copy_from_slice(bytes), masked.into());
         parse_one(
             self.settings.clone(),
             &self.redactor,

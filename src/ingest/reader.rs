@@ -278,17 +278,34 @@ impl LogBytes for DiskLog {
 }
 
 /// Bytes a client pushed: the log from `base` to its end, with the bytes around it that its
-/// fingerprints need (the first 4 KiB of the log, and up to 4 KiB before `base`).
+/// fingerprints need (the first 4 KiB of the log, and up to 4 KiB before `base`). The log from
+/// `base` is `tail` (stored bytes of a line still being written) then `bytes` (what the request
+/// brought): pieces of the request's body, shared rather than copied.
 pub struct ReceivedLog {
     pub base: u64,
-    pub bytes: Vec<u8>,
+    pub tail: bytes::Bytes,
+    pub bytes: bytes::Bytes,
     pub head: Vec<u8>,
     pub before: Vec<u8>,
 }
 
+impl ReceivedLog {
+    fn len(&self) -> usize {
+        self.tail.len() + self.bytes.len()
+    }
+
+    /// The byte `at` bytes past `base`.
+    fn get(&self, at: usize) -> Option<u8> {
+        match at.checked_sub(self.tail.len()) {
+            None => self.tail.get(at).copied(),
+            Some(at) => self.bytes.get(at).copied(),
+        }
+    }
+}
+
 impl LogBytes for ReceivedLog {
     fn size(&self) -> u64 {
-        self.base + self.bytes.len() as u64
+        self.base + self.len() as u64
     }
 
     fn fingerprint(&self, offset: u64) -> io::Result<(u64, u64)> {
@@ -297,22 +314,22 @@ impl LogBytes for ReceivedLog {
         let mut head: Vec<u8> = self.head.iter().copied().take(take as usize).collect();
         if (head.len() as u64) < take {
             let from = (head.len() as u64).saturating_sub(self.base) as usize;
-            let more = (take as usize - head.len()).min(self.bytes.len().saturating_sub(from));
-            head.extend_from_slice(&self.bytes[from..from + more]);
+            let more = (take as usize - head.len()).min(self.len().saturating_sub(from));
+            head.extend((from..from + more).filter_map(|at| self.get(at)));
         }
         // The bytes before `offset`: from `before` and the received bytes.
         let start = offset - take;
         let mut tail = Vec::with_capacity(take as usize);
         for at in start..offset {
             let byte = if at >= self.base {
-                self.bytes.get((at - self.base) as usize)
+                self.get((at - self.base) as usize)
             } else {
                 let before_start = self.base - self.before.len() as u64;
                 at.checked_sub(before_start)
-                    .and_then(|i| self.before.get(i as usize))
+                    .and_then(|i| self.before.get(i as usize).copied())
             };
             match byte {
-                Some(byte) => tail.push(*byte),
+                Some(byte) => tail.push(byte),
                 None => {
                     return Err(io::Error::new(
                         io::ErrorKind::InvalidData,
@@ -334,7 +351,11 @@ impl LogBytes for ReceivedLog {
                 "offset before the received part",
             )
         })?;
-        Ok(Box::new(&self.bytes[(at as usize).min(self.bytes.len())..]))
+        let at = (at as usize).min(self.len());
+        Ok(match at.checked_sub(self.tail.len()) {
+            Some(at) => Box::new(&self.bytes[at..]),
+            None => Box::new((&self.tail[at..]).chain(&self.bytes[..])),
+        })
     }
 
     fn archived(&self) -> bool {
@@ -746,7 +767,7 @@ impl<'a> Reader<'a> {
                 file_key: file.file_key,
                 generation: cursor.generation,
                 offset: cursor.archived_from,
-                data,
+                data: data.into(),
                 received_at: 0,
             });
         }
@@ -1012,7 +1033,8 @@ mod tests {
         for base in [0u64, 100, 5000, 20_000] {
             let received = ReceivedLog {
                 base,
-                bytes: content[base as usize..].to_vec(),
+                tail: bytes::Bytes::new(),
+                bytes: content[base as usize..].to_vec().into(),
                 head: content[..4096].to_vec(),
                 before: content[(base as usize).saturating_sub(4096)..base as usize].to_vec(),
             };

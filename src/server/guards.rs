@@ -279,25 +279,28 @@ pub(crate) async fn observe(
 }
 
 /// Server errors logged at most once a second: an outage must not flood the log.
-static SERVER_ERRORS: LogLimiter = LogLimiter::new();
+static SERVER_ERRORS: LogLimiter = LogLimiter::per_ms(1000);
 
-/// Admits one event per second.
+/// Admits one event per period: a log line repeated by every refused request would flood the
+/// log.
 pub(crate) struct LogLimiter {
     /// Milliseconds since the epoch of the last admitted event.
     last_ms: AtomicU64,
+    period_ms: u64,
 }
 
 impl LogLimiter {
-    pub(crate) const fn new() -> Self {
+    pub(crate) const fn per_ms(period_ms: u64) -> Self {
         Self {
             last_ms: AtomicU64::new(0),
+            period_ms,
         }
     }
 
     pub(crate) fn admit(&self) -> bool {
         let now = crate::text::now_ms() as u64;
         let last = self.last_ms.load(Ordering::Relaxed);
-        now >= last + 1000
+        now >= last + self.period_ms
             && self
                 .last_ms
                 .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
@@ -325,7 +328,7 @@ mod tests {
 
     #[test]
     fn test_log_limiter_admits_once_a_second() {
-        let limiter = LogLimiter::new();
+        let limiter = LogLimiter::per_ms(1000);
         assert!(limiter.admit());
         assert!(!limiter.admit());
         assert!(!limiter.admit());

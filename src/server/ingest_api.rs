@@ -393,7 +393,9 @@ async fn decode(headers: &HeaderMap, body: &Bytes, limit: usize) -> Result<Bytes
     }
     let body = body.clone();
     let decoded = tokio::task::spawn_blocking(move || {
-        let mut out = Vec::new();
+        // Sized from what the body says it holds (zstd's frame header, gzip's trailer), within
+        // the limit: a buffer grown by doubling would hold up to twice the body, and copy it.
+        let mut out = Vec::with_capacity(decoded_size_hint(&encoding, &body).min(limit + 1));
         let bound = limit as u64 + 1;
         // Every gzip member and every zstd frame is read; bytes after them that are neither
         // refuse the body (they are not silently dropped).
@@ -415,6 +417,24 @@ async fn decode(headers: &HeaderMap, body: &Bytes, limit: usize) -> Result<Bytes
             "the body could not be decoded: {error}"
         ))),
     }
+}
+
+/// What a compressed body says its content's size is: the first zstd frame's content size, or
+/// the last gzip member's size (modulo 4 GiB); 0 when it does not say.
+fn decoded_size_hint(encoding: &str, body: &[u8]) -> usize {
+    let hint = if encoding == "zstd" {
+        zstd::zstd_safe::get_frame_content_size(body)
+            .ok()
+            .flatten()
+            .unwrap_or(0)
+    } else {
+        body.len().checked_sub(4).map_or(0, |at| {
+            u64::from(u32::from_le_bytes(
+                body[at..].try_into().unwrap_or_default(),
+            ))
+        })
+    };
+    usize::try_from(hint).unwrap_or(0)
 }
 
 /// The status, metrics outcome and JSON body of a refused append.

@@ -12,6 +12,9 @@ use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use serde_json::{Value, json};
 
+use super::guards::LogLimiter;
+use super::http_error::HttpError;
+
 /// The protocol generation whose errors are also HTTP statuses.
 const MODERN_PROTOCOL: &str = "2026-07-28";
 
@@ -24,9 +27,17 @@ pub(crate) async fn check_tool_calls(request: Request, next: Next) -> Response {
     let (parts, body) = request.into_parts();
     // The body is already in memory (the body limit read it), so this copies nothing.
     let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
-        return StatusCode::BAD_REQUEST.into_response();
+        return HttpError::new(
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            "the request body could not be read",
+        )
+        .into_response();
     };
-    if memchr::memmem::find(&bytes, b"tools/call").is_some()
+    // A method written with escapes (`tools\/call`) is `tools/call` too: such a body is parsed.
+    let may_call = memchr::memmem::find(&bytes, b"tools/call").is_some()
+        || memchr::memchr(b'\\', &bytes).is_some();
+    if may_call
         && let Ok(message) = serde_json::from_slice::<Value>(&bytes)
         && message["method"] == "tools/call"
         && let Some(problem) = params_problem(&message["params"])
@@ -87,10 +98,14 @@ pub(crate) async fn cap_sessions(
     let opens_session =
         request.method() == Method::POST && !request.headers().contains_key("mcp-session-id");
     if opens_session && cap.sessions.sessions.read().await.len() >= cap.max {
-        tracing::warn!(
-            max = cap.max,
-            "refused a new MCP session: at the session limit"
-        );
+        // Once a minute: clients retrying at the limit would otherwise log a line each.
+        static REFUSED: LogLimiter = LogLimiter::per_ms(60_000);
+        if REFUSED.admit() {
+            tracing::warn!(
+                max = cap.max,
+                "refusing new MCP sessions: at the session limit (logged once a minute)"
+            );
+        }
         return (
             StatusCode::SERVICE_UNAVAILABLE,
             [(header::RETRY_AFTER, "30")],

@@ -298,13 +298,16 @@ pub fn metric_sum(page: &str, name: &str, labels: &[&str]) -> f64 {
 
 /// Sends one HTTP request.
 pub async fn send(method: &str, url: &str, headers: &[(&str, &str)], body: &str) -> Reply {
+    send_bytes(method, url, headers, body.as_bytes().to_vec()).await
+}
+
+/// [`send`] with a body of any bytes.
+pub async fn send_bytes(method: &str, url: &str, headers: &[(&str, &str)], body: Vec<u8>) -> Reply {
     let mut request = axum::http::Request::builder().method(method).uri(url);
     for (name, value) in headers {
         request = request.header(*name, *value);
     }
-    let request = request
-        .body(Full::new(Bytes::from(body.to_owned())))
-        .unwrap();
+    let request = request.body(Full::new(Bytes::from(body))).unwrap();
     let response = http().request(request).await.expect("http request");
     let status = response.status().as_u16();
     let headers = response

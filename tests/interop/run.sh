@@ -8,7 +8,8 @@
 # Installs what it needs on first use: `npm ci` here when node_modules is missing or the
 # lockfile changed, and a hash-pinned Python venv under target/interop/venv when missing (or when
 # requirements.txt changed). Builds nothing. Starts, on free loopback ports:
-#   A  `moraine-mcp up`: embedded ClickHouse + demo corpus, stateless JSON, bearer token
+#   A  `moraine-mcp up`: embedded ClickHouse, stateless JSON, bearer token; being a team server
+#      (it has a token) it loads no demo, so the demo sessions in deploy/demo are ingested into it
 #   S  `moraine-mcp serve` on A's ClickHouse, stateful (2025-11-25 sessions + SSE), no token
 # and always stops them again. The embedded engine's Python environment is kept in
 # target/interop/data (the first run downloads about 200 MB); its database is recreated per run.
@@ -148,6 +149,7 @@ fi
 start_server A 600 "$A_PORT" env MORAINE_MCP_INGEST__SOURCES='[]' MORAINE_MCP_SERVER__STATEFUL=false \
   MORAINE_MCP_AUTH__TOKENS="[{name=\"interop\", token=\"$TOKEN\"}]" \
   "$BIN" up --data-dir "$DATA" --engine-port "$ENGINE_PORT" --listen "127.0.0.1:$A_PORT"
+"$BIN" ingest --no-progress --clickhouse-url "http://127.0.0.1:$ENGINE_PORT" "$ROOT"/deploy/demo/*/
 start_server S 60 "$S_PORT" env MORAINE_MCP_SERVER__STATEFUL=true MORAINE_MCP_AUTH__TOKENS='[]' \
   "$BIN" serve --require-clickhouse --clickhouse-url "http://127.0.0.1:$ENGINE_PORT" --listen "127.0.0.1:$S_PORT"
 

@@ -2,7 +2,7 @@
 //! arguments, and malformed JSON-RPC and HTTP around them. Pass: no panic, no 5xx, no dropped
 //! or hung connection, every tool error a spec envelope with a documented code, memory flat.
 //!
-//! `MORAINE_FUZZ_CALLS` sets how many requests are sent (5,000 by default; the long form in the
+//! `MORAINE_FUZZ_CALLS` sets how many requests are sent (5,000 by default; the long form in
 //! docs/reliability.md sends 100,000) and `MORAINE_FUZZ_SEED` the generator's seed.
 
 use std::collections::BTreeMap;
@@ -145,6 +145,7 @@ fn plausible(rng: &mut Rng, field: &str, known: &Known) -> Value {
         "source" => json!("local"),
         "n_hits" | "limit" => json!(1 + rng.below(20)),
         "content_offset" => json!(rng.below(5000)),
+        "offset" => json!(rng.below(50)),
         "within_id" | "id" => {
             let ids = id();
             let mut chosen = rng.pick(&ids).clone();
@@ -194,6 +195,11 @@ fn arguments(rng: &mut Rng, fields: &[String], known: &Known) -> Value {
     if rng.chance(50) {
         let odd = rng.below(2 * fields.len() + 1);
         for (i, field) in fields.iter().enumerate() {
+            // Paging applies to some IDs only (`content_offset` to events, `offset` to
+            // sessions and turns): a client leaves it out as often as not.
+            if i != odd && field.ends_with("offset") && rng.chance(50) {
+                continue;
+            }
             let value = if i == odd {
                 hostile(rng, 0)
             } else {

@@ -143,6 +143,8 @@ async fn invented_methods_do_not_grow_the_metrics() {
 async fn stalled_and_idle_connections_are_closed_and_do_not_deny_service() {
     let (mut config, db) = fresh_db().await;
     config.server.header_timeout_secs = 2;
+    // Every connection here comes from one address: its share is not what this tests (D16).
+    config.server.max_connections_per_client = 1024;
     let server = TestServer::start(config, db).await;
     let addr = server.base.trim_start_matches("http://").to_owned();
     let mut stalled = Vec::new();
@@ -259,7 +261,7 @@ async fn the_413_reaches_clients_that_send_the_whole_body() {
 }
 
 /// D6: `tools/call` with params of the wrong shape is −32602 (invalid params), in both
-/// protocol generations; D8: a 2026-07-28 request without `clientInfo` is served.
+/// protocol generations, however the method is escaped; D8: a 2026-07-28 request without `clientInfo` is served.
 #[tokio::test]
 async fn malformed_tool_call_params_are_invalid_params() {
     let (config, db) = fresh_db().await;
@@ -309,6 +311,20 @@ async fn malformed_tool_call_params_are_invalid_params() {
         .await;
         assert_eq!(reply.status, 400, "{reply:?}");
         assert_eq!(reply.json()["error"]["code"], -32602, "{reply:?}");
+    }
+    // The method written with JSON escapes is the same method.
+    for method in [r"tools\/call", r"tools\u002fcall", r"\u0074ools/call"] {
+        let body = format!(
+            r#"{{"jsonrpc": "2.0", "id": 10, "method": "{method}", "params": {{"name": 42}}}}"#
+        );
+        let reply = send(
+            "POST",
+            &server.mcp_url,
+            &[JSON, ACCEPT, ("mcp-protocol-version", "2025-11-25")],
+            &body,
+        )
+        .await;
+        assert_eq!(reply.json()["error"]["code"], -32602, "{method}: {reply:?}");
     }
     // D8: no clientInfo in _meta (it is a SHOULD): served.
     let list = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list", "params": {"_meta": {
@@ -522,7 +538,7 @@ async fn a_call_waits_for_query_slots_once() {
 }
 
 /// The peak resident memory of a process, in bytes (`VmHWM`).
-fn peak_memory(pid: u32) -> u64 {
+pub(crate) fn peak_memory(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
     let kib: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();

@@ -51,6 +51,8 @@ async fn four_times_more_callers_than_slots_get_busy_quickly_and_nothing_else() 
     let (mut config, _) = fresh_db().await;
     let slots = 2;
     config.clickhouse.max_concurrent_queries = slots;
+    // Every call beyond those running is refused at once.
+    config.clickhouse.max_waiting_calls = 0;
     config.clickhouse.queue_timeout_ms = 250;
     let queue_wait = Duration::from_millis(config.clickhouse.queue_timeout_ms);
     let db = Db::new(&config.clickhouse, Metrics::new(&config.sla));

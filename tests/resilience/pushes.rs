@@ -121,7 +121,7 @@ async fn bodies_costly_to_mask_leave_the_server_responsive() {
         "3 bodies of {mib} MiB: {probes} health probes while they were read, slowest {slowest:?}"
     );
     let stored: Option<u64> = db
-        .read("t", "SELECT count() FROM raw_chunks")
+        .read("t", "SELECT uniqExact(file_key) FROM raw_chunks")
         .fetch_optional(&db, db.default_deadline())
         .await
         .unwrap();
@@ -304,4 +304,65 @@ async fn requests_past_the_time_limit_finish_and_their_resends_find_them_stored(
     stored.assert_same_as(&snapshot(&clean_db).await);
     server.stop().await;
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// D17: an ingest request holds its body once: what is parsed, fingerprinted and archived are
+/// pieces of it, not copies, and a compressed body is decoded into a buffer of its size. What
+/// it parses into (each event's text and record) comes on top.
+#[tokio::test]
+async fn an_ingest_request_holds_its_body_about_once() {
+    let up = Up::start("push-memory").await;
+    let append = |path: &str, body: Vec<u8>| {
+        let url = format!(
+            "{}/ingest/v1/append?harness=claude-code&path=/logs/{path}&offset=0",
+            up.base
+        );
+        async move {
+            crate::common::send_bytes(
+                "POST",
+                &url,
+                &[("content-encoding", "zstd")],
+                zstd::bulk::compress(&body, 3).unwrap(),
+            )
+            .await
+        }
+    };
+    // A build's worth of tool output: each line a command's result of about 4 KiB.
+    let line = |n: usize| {
+        let output: String = (0..400)
+            .map(|w| format!("w{} ", (n * 31 + w * 7) % 50_000))
+            .collect();
+        format!(
+            "{{\"type\":\"user\",\"sessionId\":\"0b9e1f2a-3c4d-4e5f-8a9b-0c1d2e3f4a5b\",\"uuid\":\"u{n}\",\"timestamp\":\"2026-05-01T10:00:00.000Z\",\"message\":{{\"role\":\"user\",\"content\":[{{\"type\":\"tool_result\",\"tool_use_id\":\"t{n}\",\"content\":\"{output}\"}}]}}}}\n"
+        )
+    };
+    // Warmed up by a small request first: the first one sets up what every later one shares.
+    let small: Vec<u8> = (0..200).flat_map(|n| line(n).into_bytes()).collect();
+    assert_eq!(append("warm-up.jsonl", small).await.status, 200);
+    let mut body = Vec::new();
+    let mut n = 0;
+    while body.len() < 32 << 20 {
+        body.extend(line(n).into_bytes());
+        n += 1;
+    }
+    let size = body.len() as u64;
+    let before = crate::http::peak_memory(up.child.id());
+    let reply = append("big.jsonl", body).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let grown = crate::http::peak_memory(up.child.id()).saturating_sub(before);
+    eprintln!(
+        "a {} MiB body ({n} lines) raised the server's peak memory by {} MiB ({:.1}x)",
+        size >> 20,
+        grown >> 20,
+        grown as f64 / size as f64
+    );
+    // 8.4 times the body before (three copies of it, a decode buffer grown by doubling, the
+    // archive encoded as one row); 5.2 times now, the parsed events (their text, record and
+    // index terms) being 3.4 of it.
+    assert!(
+        grown < 6 * size,
+        "{} MiB for a {} MiB body",
+        grown >> 20,
+        size >> 20
+    );
 }
