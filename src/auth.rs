@@ -11,10 +11,10 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::config::{Scope, TEAM_TOKENS_VARIABLE, TokenConfig};
+use crate::http_error::{ErrorCode, HttpError};
 use crate::ingest::sources::Visible;
 use crate::metrics::Metrics;
 use crate::server::guards::LogLimiter;
-use crate::server::http_error::HttpError;
 
 /// Who is calling and what they may do; put in request extensions by [`authenticate`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -165,7 +165,7 @@ pub(crate) async fn authenticate(
             warn_open_server();
             return HttpError::new(
                 StatusCode::FORBIDDEN,
-                "server_without_tokens",
+                ErrorCode::ServerWithoutTokens,
                 format!(
                     "this server has no tokens configured, so it cannot tell who pushes; \
                      configure tokens on the server ({TEAM_TOKENS_VARIABLE} or auth.tokens) \
@@ -220,14 +220,14 @@ fn unauthorized(message: &str, invalid: bool) -> Response {
     } else {
         r#"Bearer realm="moraine-mcp""#
     };
-    HttpError::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
+    HttpError::new(StatusCode::UNAUTHORIZED, ErrorCode::Unauthorized, message)
         .with_header(header::WWW_AUTHENTICATE, challenge)
         .into_response()
 }
 
 /// A known token that may not do what it asked.
 pub(crate) fn forbidden(message: &str) -> Response {
-    HttpError::new(StatusCode::FORBIDDEN, "forbidden", message).into_response()
+    HttpError::new(StatusCode::FORBIDDEN, ErrorCode::Forbidden, message).into_response()
 }
 
 #[cfg(test)]

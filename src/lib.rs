@@ -32,6 +32,7 @@ pub mod embedded;
 pub mod forget;
 pub mod fuzzing;
 pub mod harness;
+pub mod http_error;
 pub mod ids;
 pub mod ingest;
 pub(crate) mod mcp;

@@ -10,6 +10,8 @@ use prometheus::{
     TextEncoder,
 };
 
+use strum::VariantArray as _;
+
 use crate::config::SlaConfig;
 
 /// Every latency figure in the spec's SLA tables (P50, P95 and P99 columns and deadlines),
@@ -386,18 +388,8 @@ impl Metrics {
         for reason in ["queue_full", "insert_failed"] {
             inner.query_log_dropped.with_label_values(&[reason]);
         }
-        for outcome in [
-            "ok",
-            "duplicate",
-            "offset_mismatch",
-            "content_mismatch",
-            "busy",
-            "too_large",
-            "invalid",
-            "failed",
-            "migrating",
-        ] {
-            inner.ingest_requests.with_label_values(&[outcome]);
+        for outcome in IngestOutcome::VARIANTS {
+            inner.ingest_requests.with_label_values(&[outcome.label()]);
         }
         for outcome in ["read", "unchanged", "reread", "unreadable"] {
             inner.local_files.with_label_values(&[outcome]);
@@ -595,10 +587,10 @@ impl Metrics {
     }
 
     /// An ingest API append and its outcome.
-    pub fn observe_ingest(&self, outcome: &str) {
+    pub fn observe_ingest(&self, outcome: IngestOutcome) {
         self.inner
             .ingest_requests
-            .with_label_values(&[outcome])
+            .with_label_values(&[outcome.label()])
             .inc();
     }
 
@@ -706,6 +698,32 @@ pub(crate) struct Store {
     pub tables: Vec<TableSize>,
     pub disks: Vec<DiskSpace>,
     pub read_at: f64,
+}
+
+/// The outcome of an ingest API request, as `moraine_mcp_ingest_requests_total` labels it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::VariantArray)]
+#[strum(serialize_all = "snake_case")]
+pub enum IngestOutcome {
+    /// Bytes written.
+    Ok,
+    /// The range was already stored: nothing written.
+    Duplicate,
+    OffsetMismatch,
+    ContentMismatch,
+    /// Refused for lack of an ingest slot (429).
+    Busy,
+    TooLarge,
+    Invalid,
+    /// The store failed or an internal error.
+    Failed,
+    /// Refused while the schema is migrated (not a failure to alert on).
+    Migrating,
+}
+
+impl IngestOutcome {
+    pub fn label(self) -> &'static str {
+        self.into()
+    }
 }
 
 /// What one local ingest run did, as the metrics count it.

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use crate::config::Config;
 use crate::ingest::files::{self, LogFile};
-use crate::ingest::push::batch::{Outcome, Refusal};
+use crate::ingest::push::contract::Outcome;
 use crate::ingest::push::{Append, Appended, LogName, LogStatus};
 use crate::ingest::reader::{DiskLog, FINGERPRINT_BYTES, LogBytes};
 use crate::ingest::redact::Redactor;
@@ -597,9 +597,7 @@ impl Sender<'_> {
                 job.offset = appended.received;
                 job.replace = false;
             }
-            Outcome::Refused(Refusal { error, .. })
-                if error == "offset_mismatch" || error == "content_mismatch" =>
-            {
+            Outcome::Refused(refusal) if refusal.is_mismatch() => {
                 // The server holds something else: ask again, and start over if needed.
                 let status = match self.client.status(std::slice::from_ref(&job.name)).await {
                     Ok(mut statuses) => statuses.pop(),

@@ -5,7 +5,6 @@
 mod connections;
 pub(crate) mod guards;
 mod hosts;
-pub(crate) mod http_error;
 mod ingest_api;
 mod rpc;
 mod stall;
@@ -350,9 +349,9 @@ async fn not_found(mcp_path: Arc<str>, uri: axum::http::Uri) -> Response {
              /healthz and /metrics"
         )
     };
-    http_error::HttpError::new(
+    crate::http_error::HttpError::new(
         StatusCode::NOT_FOUND,
-        "not_found",
+        crate::http_error::ErrorCode::NotFound,
         format!("no such path: {path}; {hint}"),
     )
     .into_response()

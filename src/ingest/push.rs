@@ -8,13 +8,16 @@
 
 mod archive;
 pub mod batch;
+pub mod contract;
+
+pub use contract::{Appended, LogName, LogStatus, MAX_PATH_BYTES, MAX_STATUS_FILES};
 
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex, Weak};
 
 use bytes::Bytes;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use super::files::{self, LogFile, Origin};
 use super::reader::{
@@ -29,64 +32,6 @@ use crate::db::{Db, DbError};
 use crate::harness::draft::SelfTools;
 use crate::rows::{CheckpointRow, RawChunkRow};
 use crate::vocab::Harness;
-
-/// Longest accepted log path, in bytes.
-pub const MAX_PATH_BYTES: usize = 4096;
-/// Most logs one status request may ask about.
-pub const MAX_STATUS_FILES: usize = 10_000;
-
-/// A log as a client names it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LogName {
-    pub harness: Harness,
-    pub path: String,
-    /// The session the client found this log to hold, when its own look at the log and its
-    /// siblings made it a session of its own under the ID the log names (Gemini CLI's
-    /// sub-agent chats saved under their parent's ID): so the server decides as the client
-    /// did, whatever order the logs arrive in. Only that form is taken.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session: Option<String>,
-}
-
-/// Where a pushed log stands.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LogStatus {
-    pub harness: Harness,
-    pub path: String,
-    /// Bytes received and archived; the next append starts here.
-    pub received: u64,
-    /// Bytes parsed (whole lines).
-    pub parsed: u64,
-    pub generation: u32,
-    /// XXH3 of the first and the last (up to) 4 KiB before `received`, as 16 hex digits, so a
-    /// client can tell whether its file still starts with what was sent; null for a new log.
-    pub head_hash: Option<String>,
-    pub tail_hash: Option<String>,
-}
-
-/// What one append did.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Appended {
-    pub received: u64,
-    pub parsed: u64,
-    pub generation: u32,
-    /// The range was already stored: nothing was written.
-    pub duplicate: bool,
-    pub bytes: u64,
-    pub lines: u64,
-    pub events: u64,
-    pub malformed: u64,
-    pub redactions: u64,
-    pub sessions: u64,
-    /// Events dated later than the server's clock allows: shown at the time they were
-    /// received (the laptop's clock is probably wrong).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub future_events: u64,
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
 
 /// Why an append was refused.
 #[derive(Debug, thiserror::Error)]

@@ -10,11 +10,13 @@ use http_body_util::{BodyExt as _, Full};
 use hyper_util::client::legacy::Client as HttpClient;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use serde_json::json;
 
-use crate::ingest::push::batch::{self, Outcome};
-use crate::ingest::push::{Append, LogName, LogStatus};
-use crate::ingest::sources::{SourceStatus, SourcesAnswer};
+use crate::ingest::push::Append;
+use crate::ingest::push::batch;
+use crate::ingest::push::contract::{
+    BatchAnswer, BatchQuery, ErrorBody, ErrorCode, LogName, LogStatus, Outcome, SourceStatus,
+    SourcesAnswer, StatusAnswer, StatusRequest,
+};
 
 /// A request that cannot get an answer head in this time is tried again.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
@@ -110,22 +112,26 @@ impl Client {
 
     /// Where each log stands on the server.
     pub(crate) async fn status(&self, logs: &[LogName]) -> Result<Vec<LogStatus>, Failure> {
-        let mut body = json!({ "files": logs });
-        if let Some(source) = &self.source {
-            body["source"] = json!(source);
-        }
-        let body = Bytes::from(body.to_string());
+        let request = StatusRequest {
+            files: logs.to_vec(),
+            source: self.source.clone(),
+        };
+        let body = serde_json::to_vec(&request).map_err(|e| Failure::Fatal(e.into()))?;
         let url = format!("{}/ingest/v1/status", self.base);
         let answer = self
-            .send(&url, "application/json", None, body, None, false)
+            .send(
+                &url,
+                "application/json",
+                None,
+                Bytes::from(body),
+                None,
+                false,
+            )
             .await?;
-        let files = serde_json::from_slice::<serde_json::Value>(&answer)
-            .ok()
-            .and_then(|v| serde_json::from_value(v["files"].clone()).ok())
-            .ok_or_else(|| {
-                Failure::Fatal(anyhow!("the server's status answer is not understood"))
-            })?;
-        Ok(files)
+        let answer: StatusAnswer = serde_json::from_slice(&answer).map_err(|e| {
+            Failure::Fatal(anyhow!("the server's status answer is not understood: {e}"))
+        })?;
+        Ok(answer.files)
     }
 
     /// Sends a batch of appends; returns each log's outcome, in order, and the size sent
@@ -137,10 +143,12 @@ impl Client {
         give_way: &(dyn Fn() -> bool + Sync),
         may_shrink: bool,
     ) -> Result<(Vec<Outcome>, u64), Failure> {
+        let query = serde_urlencoded::to_string(BatchQuery {
+            source: self.source.clone(),
+        })
+        .map_err(|e| Failure::Fatal(e.into()))?;
         let mut url = format!("{}/ingest/v1/batch", self.base);
-        if let Some(source) = &self.source {
-            let query = serde_urlencoded::to_string([("source", source)])
-                .map_err(|e| Failure::Fatal(e.into()))?;
+        if !query.is_empty() {
             url = format!("{url}?{query}");
         }
         let body = batch::encode(appends);
@@ -161,9 +169,9 @@ impl Client {
                 may_shrink,
             )
             .await?;
-        let logs: Vec<Outcome> = serde_json::from_slice::<serde_json::Value>(&answer)
+        let logs = serde_json::from_slice::<BatchAnswer>(&answer)
             .ok()
-            .and_then(|v| serde_json::from_value(v["logs"].clone()).ok())
+            .map(|answer| answer.logs)
             .filter(|logs: &Vec<Outcome>| logs.len() == appends.len())
             .ok_or_else(|| {
                 Failure::Fatal(anyhow!("the server's batch answer is not understood"))
@@ -192,7 +200,8 @@ impl Client {
                 .await;
             let slow = match &outcome {
                 Ok((status, _, answer)) => {
-                    matches!(status, 503 | 504) && code_of(answer).as_deref() == Some("timeout")
+                    matches!(status, 503 | 504)
+                        && ErrorBody::parse(answer).is_some_and(|b| b.error == ErrorCode::Timeout)
                 }
                 Err(error) => error.to_string().contains(NO_ANSWER),
             };
@@ -301,19 +310,12 @@ impl Client {
 /// What a request that got no answer head in [`REQUEST_TIMEOUT`] fails with.
 const NO_ANSWER: &str = "no answer in time";
 
-/// The `error` code of a JSON error body.
-fn code_of(body: &[u8]) -> Option<String> {
-    serde_json::from_slice::<serde_json::Value>(body)
-        .ok()
-        .and_then(|v| v["error"].as_str().map(str::to_owned))
-}
-
 /// The `message` of a JSON error body, or the body's start.
 fn message_of(body: &[u8]) -> String {
-    serde_json::from_slice::<serde_json::Value>(body)
-        .ok()
-        .and_then(|v| v["message"].as_str().map(str::to_owned))
-        .unwrap_or_else(|| String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned())
+    ErrorBody::parse(body).map_or_else(
+        || String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned(),
+        |b| b.message,
+    )
 }
 
 /// `wait`, give or take a fifth, so clients that failed together do not retry together.

@@ -12,11 +12,10 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use bytes::{Bytes, BytesMut};
 use http_body_util::BodyExt as _;
-use serde_json::json;
 use tokio::sync::Semaphore;
 
-use super::http_error::HttpError;
-use crate::metrics::Metrics;
+use crate::http_error::{ErrorCode, HttpError};
+use crate::metrics::{IngestOutcome, Metrics};
 
 /// A refused body is read on (and thrown away) up to this many bytes while and after the 413 is
 /// sent, so a client that is still sending sees the 413 instead of a reset connection.
@@ -43,16 +42,14 @@ pub(crate) async fn limit_ingest(
         return next.run(request).await;
     }
     let Ok(slot) = ingest.slots.try_acquire_owned() else {
-        ingest.metrics.observe_ingest("busy");
-        return (
+        ingest.metrics.observe_ingest(IngestOutcome::Busy);
+        return HttpError::new(
             StatusCode::TOO_MANY_REQUESTS,
-            [(header::RETRY_AFTER, "1")],
-            axum::Json(json!({
-                "error": "busy",
-                "message": "the server is handling as many ingest requests as it takes; retry shortly",
-            })),
+            ErrorCode::Busy,
+            "the server is handling as many ingest requests as it takes; retry shortly",
         )
-            .into_response();
+        .with_header(header::RETRY_AFTER, "1")
+        .into_response();
     };
     // The handler takes the slot with the work it hands to a task of its own: work that
     // outlives its request (past the time limit) keeps its slot until it ends.
@@ -102,7 +99,7 @@ pub(crate) async fn time_limit(
         Ok(response) => response,
         Err(_) => HttpError::new(
             StatusCode::SERVICE_UNAVAILABLE,
-            "timeout",
+            ErrorCode::Timeout,
             format!(
                 "the request was not answered within {} s; retry (the ingest API finishes \
                  what it began: a resent range is then recognised)",
@@ -119,15 +116,13 @@ pub(crate) async fn require_one_host(request: Request, next: Next) -> Response {
     let hosts = request.headers().get_all(header::HOST).iter().count();
     let required = request.version() == Version::HTTP_11;
     if hosts > 1 || (required && hosts == 0) {
-        return (
+        return HttpError::new(
             StatusCode::BAD_REQUEST,
-            [(header::CONNECTION, "close")],
-            axum::Json(json!({
-                "error": "bad_request",
-                "message": "an HTTP/1.1 request needs exactly one Host header",
-            })),
+            ErrorCode::BadRequest,
+            "an HTTP/1.1 request needs exactly one Host header",
         )
-            .into_response();
+        .closing()
+        .into_response();
     }
     next.run(request).await
 }
@@ -172,22 +167,22 @@ pub(crate) async fn limit_body(
             tokio::spawn(drain(rest));
             payload_too_large(max_bytes)
         }
-        Err(BodyError::Stalled) => (
+        Err(BodyError::Stalled) => HttpError::new(
             StatusCode::REQUEST_TIMEOUT,
-            [(header::CONNECTION, "close")],
-            axum::Json(
-                json!({ "error": "request_timeout", "message": "the request body stalled" }),
-            ),
+            ErrorCode::RequestTimeout,
+            "the request body stalled",
         )
-            .into_response(),
+        .closing()
+        .into_response(),
         Err(BodyError::Unreadable(error)) => {
             tracing::debug!(%error, "unreadable request body");
-            (
+            HttpError::new(
                 StatusCode::BAD_REQUEST,
-                [(header::CONNECTION, "close")],
-                axum::Json(json!({ "error": "bad_request", "message": "the request body could not be read" })),
+                ErrorCode::BadRequest,
+                "the request body could not be read",
             )
-                .into_response()
+            .closing()
+            .into_response()
         }
     }
 }
@@ -235,16 +230,14 @@ async fn drain(mut body: Body) {
 }
 
 fn payload_too_large(limit: usize) -> Response {
-    (
+    // The client may still be sending; after this answer the connection is not reused.
+    HttpError::new(
         StatusCode::PAYLOAD_TOO_LARGE,
-        // The client may still be sending; after this answer the connection is not reused.
-        [(header::CONNECTION, "close")],
-        axum::Json(json!({
-            "error": "payload_too_large",
-            "message": format!("request bodies are limited to {limit} bytes"),
-        })),
+        ErrorCode::PayloadTooLarge,
+        format!("request bodies are limited to {limit} bytes"),
     )
-        .into_response()
+    .closing()
+    .into_response()
 }
 
 /// Counts and times every request by route (never the raw path), method (one of the

@@ -10,8 +10,8 @@ use axum::http::{StatusCode, Uri, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use super::http_error::HttpError;
 use crate::config::Config;
+use crate::http_error::{ErrorCode, HttpError};
 
 /// The accepted host names (with or without a port) and origins.
 #[derive(Debug, Clone)]
@@ -102,7 +102,7 @@ pub(crate) async fn check(
     {
         return HttpError::new(
             StatusCode::FORBIDDEN,
-            "host_not_allowed",
+            ErrorCode::HostNotAllowed,
             format!(
                 "the Host {host:?} is not one this server answers MCP on; if agents reach it \
                  by this name (a proxy in front), set server.public_url to the URL they use \
@@ -116,7 +116,7 @@ pub(crate) async fn check(
     {
         return HttpError::new(
             StatusCode::FORBIDDEN,
-            "origin_not_allowed",
+            ErrorCode::OriginNotAllowed,
             format!(
                 "the Origin {origin:?} may not call this server; set server.public_url (or add \
                  it to server.allowed_origins) to let pages there call it"

@@ -15,20 +15,19 @@ use axum::extract::{Extension, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use serde::Deserialize;
-use serde_json::json;
 
 use super::guards::IngestSlot;
-use super::http_error::HttpError;
 use crate::auth::{self, Caller};
 use crate::db::DbError;
-use crate::ingest::push::batch::{self, Outcome, Refusal as LogRefusal};
-use crate::ingest::push::{
-    Append, AppendError, Appended, LogName, MAX_STATUS_FILES, Outcomes, PushIngest,
+use crate::http_error::{ErrorCode, HttpError};
+use crate::ingest::push::batch;
+use crate::ingest::push::contract::{
+    AppendQuery, Appended, BatchAnswer, BatchQuery, LogRefusal, MAX_STATUS_FILES, Outcome,
+    SourcesAnswer, StatusAnswer, StatusRequest,
 };
-use crate::ingest::sources::{self, SourcesAnswer};
-use crate::metrics::Metrics;
-use crate::vocab::Harness;
+use crate::ingest::push::{Append, AppendError, Outcomes, PushIngest};
+use crate::ingest::sources;
+use crate::metrics::{IngestOutcome, Metrics};
 
 /// The source recorded for pushes to a server without tokens, when the client names none.
 const DEFAULT_SOURCE: &str = "push";
@@ -83,14 +82,6 @@ async fn sources_get(
     }
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct StatusRequest {
-    files: Vec<LogName>,
-    #[serde(default)]
-    source: Option<String>,
-}
-
 async fn status_post(
     State(api): State<IngestApi>,
     Extension(caller): Extension<Caller>,
@@ -98,42 +89,32 @@ async fn status_post(
 ) -> Response {
     let request: StatusRequest = match serde_json::from_slice(&body) {
         Ok(request) => request,
-        Err(error) => return invalid(&format!("the body is not a status request: {error}")),
+        Err(error) => {
+            return HttpError::invalid(format!("the body is not a status request: {error}"))
+                .into_response();
+        }
     };
     if request.files.len() > MAX_STATUS_FILES {
-        return invalid(&format!(
+        return HttpError::invalid(format!(
             "at most {MAX_STATUS_FILES} files per status request"
-        ));
+        ))
+        .into_response();
     }
     let source = match source_of(&caller, request.source.as_deref()) {
         Ok(source) => source,
         Err(refused) => return refused.into_response(),
     };
     match api.push.status(&source, &request.files).await {
-        Ok(files) => axum::Json(json!({ "source": source, "files": files })).into_response(),
+        Ok(files) => axum::Json(StatusAnswer { source, files }).into_response(),
         Err(error) => refused(&api.metrics, error),
     }
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct AppendParams {
-    harness: Harness,
-    path: String,
-    offset: u64,
-    #[serde(default)]
-    replace: bool,
-    #[serde(default)]
-    source: Option<String>,
-    #[serde(default)]
-    session: Option<String>,
 }
 
 async fn append_post(
     State(api): State<IngestApi>,
     Extension(caller): Extension<Caller>,
     Extension(slot): Extension<IngestSlot>,
-    params: Result<Query<AppendParams>, QueryRejection>,
+    params: Result<Query<AppendQuery>, QueryRejection>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -143,11 +124,7 @@ async fn append_post(
             Err(refused) => return refused,
         };
         let append = Append {
-            log: LogName {
-                harness: params.harness,
-                path: params.path,
-                session: params.session,
-            },
+            log: params.log(),
             offset: params.offset,
             replace: params.replace,
             bytes: &bytes,
@@ -171,20 +148,13 @@ async fn append_post(
     .await
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct BatchParams {
-    #[serde(default)]
-    source: Option<String>,
-}
-
 /// Appends to many logs in one request (see [`batch`] for the body): each log's outcome is
 /// listed in order; a log refused on its own does not stop the others.
 async fn batch_post(
     State(api): State<IngestApi>,
     Extension(caller): Extension<Caller>,
     Extension(slot): Extension<IngestSlot>,
-    params: Result<Query<BatchParams>, QueryRejection>,
+    params: Result<Query<BatchQuery>, QueryRejection>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -196,8 +166,8 @@ async fn batch_post(
         let appends = match batch::decode(&bytes) {
             Ok(appends) => appends,
             Err(message) => {
-                api.metrics.observe_ingest("invalid");
-                return invalid(&message);
+                api.metrics.observe_ingest(IngestOutcome::Invalid);
+                return HttpError::invalid(message).into_response();
             }
         };
         match api.push.append_all(&source, &bytes, &appends).await {
@@ -209,7 +179,7 @@ async fn batch_post(
                     bytes = bytes.len(),
                     "pushed batch written"
                 );
-                axum::Json(json!({ "source": source, "logs": logs })).into_response()
+                axum::Json(BatchAnswer { source, logs }).into_response()
             }
             Err(error) => refused(&api.metrics, error),
         }
@@ -232,12 +202,13 @@ async fn finish_apart(
     });
     match task.await {
         Ok(response) => response,
-        Err(error) => refused_internal(&error.to_string()),
+        Err(error) => HttpError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            ErrorCode::InternalError,
+            error.to_string(),
+        )
+        .into_response(),
     }
-}
-
-fn refused_internal(message: &str) -> Response {
-    HttpError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", message).into_response()
 }
 
 /// Each log's outcome, counted in the metrics.
@@ -270,10 +241,10 @@ impl IngestApi {
             self.metrics.future_events(source, appended.future_events);
         }
         if appended.duplicate {
-            self.metrics.observe_ingest("duplicate");
+            self.metrics.observe_ingest(IngestOutcome::Duplicate);
             return;
         }
-        self.metrics.observe_ingest("ok");
+        self.metrics.observe_ingest(IngestOutcome::Ok);
         let now = crate::text::now_ms() as f64 / 1000.0;
         self.metrics
             .ingested(source, appended.bytes, appended.events, now);
@@ -285,13 +256,13 @@ trait AsksSource {
     fn source(&self) -> Option<&str>;
 }
 
-impl AsksSource for AppendParams {
+impl AsksSource for AppendQuery {
     fn source(&self) -> Option<&str> {
         self.source.as_deref()
     }
 }
 
-impl AsksSource for BatchParams {
+impl AsksSource for BatchQuery {
     fn source(&self) -> Option<&str> {
         self.source.as_deref()
     }
@@ -307,17 +278,17 @@ async fn accept<P: AsksSource>(
     body: &Bytes,
 ) -> Result<(P, String, Bytes), Response> {
     let Query(params) = params.map_err(|rejection| {
-        api.metrics.observe_ingest("invalid");
-        invalid(&rejection.body_text())
+        api.metrics.observe_ingest(IngestOutcome::Invalid);
+        HttpError::invalid(rejection.body_text()).into_response()
     })?;
     let source = source_of(caller, params.source()).map_err(IntoResponse::into_response)?;
     match decode(headers, body, api.max_decoded_bytes).await {
         Ok(bytes) => Ok((params, source, bytes)),
         Err(refused) => {
             let outcome = if matches!(refused, Refusal::TooLarge(_)) {
-                "too_large"
+                IngestOutcome::TooLarge
             } else {
-                "invalid"
+                IngestOutcome::Invalid
             };
             api.metrics.observe_ingest(outcome);
             Err(refused.into_response())
@@ -337,23 +308,19 @@ impl IntoResponse for Refusal {
     fn into_response(self) -> Response {
         match self {
             Self::Forbidden(message) => auth::forbidden(&message),
-            Self::Invalid(message) => invalid(&message),
-            Self::Unsupported(encoding) => (
+            Self::Invalid(message) => HttpError::invalid(message).into_response(),
+            Self::Unsupported(encoding) => HttpError::new(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                axum::Json(json!({
-                    "error": "unsupported_encoding",
-                    "message": format!("Content-Encoding {encoding:?} is not identity, gzip or zstd"),
-                })),
+                ErrorCode::UnsupportedEncoding,
+                format!("Content-Encoding {encoding:?} is not identity, gzip or zstd"),
             )
-                .into_response(),
-            Self::TooLarge(limit) => (
+            .into_response(),
+            Self::TooLarge(limit) => HttpError::new(
                 StatusCode::PAYLOAD_TOO_LARGE,
-                axum::Json(json!({
-                    "error": "payload_too_large",
-                    "message": format!("decoded request bodies are limited to {limit} bytes"),
-                })),
+                ErrorCode::PayloadTooLarge,
+                format!("decoded request bodies are limited to {limit} bytes"),
             )
-                .into_response(),
+            .into_response(),
         }
     }
 }
@@ -438,30 +405,42 @@ fn decoded_size_hint(encoding: &str, body: &[u8]) -> usize {
 }
 
 /// The status, metrics outcome and JSON body of a refused append.
-fn describe_error(error: &AppendError) -> (StatusCode, &'static str, LogRefusal) {
+fn describe_error(error: &AppendError) -> (StatusCode, IngestOutcome, LogRefusal) {
     let (status, code, outcome) = match error {
-        AppendError::Invalid(_) => (StatusCode::BAD_REQUEST, "invalid_request", "invalid"),
-        AppendError::OffsetMismatch { .. } => {
-            (StatusCode::CONFLICT, "offset_mismatch", "offset_mismatch")
-        }
-        AppendError::ContentMismatch { .. } => {
-            (StatusCode::CONFLICT, "content_mismatch", "content_mismatch")
-        }
-        AppendError::Db(DbError::Busy | DbError::Deadline | DbError::Unavailable(_)) => {
-            (StatusCode::SERVICE_UNAVAILABLE, "unavailable", "failed")
-        }
+        AppendError::Invalid(_) => (
+            StatusCode::BAD_REQUEST,
+            ErrorCode::InvalidRequest,
+            IngestOutcome::Invalid,
+        ),
+        AppendError::OffsetMismatch { .. } => (
+            StatusCode::CONFLICT,
+            ErrorCode::OffsetMismatch,
+            IngestOutcome::OffsetMismatch,
+        ),
+        AppendError::ContentMismatch { .. } => (
+            StatusCode::CONFLICT,
+            ErrorCode::ContentMismatch,
+            IngestOutcome::ContentMismatch,
+        ),
+        AppendError::Db(DbError::Busy | DbError::Deadline | DbError::Unavailable(_)) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::Unavailable,
+            IngestOutcome::Failed,
+        ),
         // Counted apart: an upgrade is not a failure to alert on.
-        AppendError::Db(DbError::Migrating) => {
-            (StatusCode::SERVICE_UNAVAILABLE, "unavailable", "migrating")
-        }
+        AppendError::Db(DbError::Migrating) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::Unavailable,
+            IngestOutcome::Migrating,
+        ),
         AppendError::Db(_) | AppendError::Internal(_) => (
             StatusCode::INTERNAL_SERVER_ERROR,
-            "internal_error",
-            "failed",
+            ErrorCode::InternalError,
+            IngestOutcome::Failed,
         ),
     };
     let mut body = LogRefusal {
-        error: code.to_owned(),
+        error: code,
         message: error.to_string(),
         received: None,
         generation: None,
@@ -507,12 +486,4 @@ fn refused(metrics: &Metrics, error: AppendError) -> Response {
         );
     }
     response
-}
-
-fn invalid(message: &str) -> Response {
-    (
-        StatusCode::BAD_REQUEST,
-        axum::Json(json!({ "error": "invalid_request", "message": message })),
-    )
-        .into_response()
 }

@@ -13,7 +13,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use serde_json::{Value, json};
 
 use super::guards::LogLimiter;
-use super::http_error::HttpError;
+use crate::http_error::{ErrorCode, HttpError};
 
 /// The protocol generation whose errors are also HTTP statuses.
 const MODERN_PROTOCOL: &str = "2026-07-28";
@@ -29,7 +29,7 @@ pub(crate) async fn check_tool_calls(request: Request, next: Next) -> Response {
     let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
         return HttpError::new(
             StatusCode::BAD_REQUEST,
-            "bad_request",
+            ErrorCode::BadRequest,
             "the request body could not be read",
         )
         .into_response();
@@ -106,18 +106,16 @@ pub(crate) async fn cap_sessions(
                 "refusing new MCP sessions: at the session limit (logged once a minute)"
             );
         }
-        return (
+        return HttpError::new(
             StatusCode::SERVICE_UNAVAILABLE,
-            [(header::RETRY_AFTER, "30")],
-            axum::Json(json!({
-                "error": "too_many_sessions",
-                "message": format!(
-                    "this server holds at most {} MCP sessions; end unused ones with DELETE or retry later",
-                    cap.max
-                ),
-            })),
+            ErrorCode::TooManySessions,
+            format!(
+                "this server holds at most {} MCP sessions; end unused ones with DELETE or retry later",
+                cap.max
+            ),
         )
-            .into_response();
+        .with_header(header::RETRY_AFTER, "30")
+        .into_response();
     }
     next.run(request).await
 }

@@ -1,10 +1,10 @@
 //! The body of a batch append: one JSON line naming each log's part (harness, path, offset,
-//! length, replace), then the parts' bytes one after the other; and the answer's outcome per
-//! log. Many small logs go in one request, so one write carries them all.
+//! length, replace), then the parts' bytes one after the other. Many small logs go in one
+//! request, so one write carries them all.
 
 use serde::{Deserialize, Serialize};
 
-use super::{Append, Appended, LogName};
+use super::{Append, LogName};
 use crate::vocab::Harness;
 
 /// Most logs one batch may carry.
@@ -100,28 +100,10 @@ pub fn decode(body: &[u8]) -> Result<Vec<Append<'_>>, String> {
     Ok(appends)
 }
 
-/// What a batch did for one log, as the answer lists it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum Outcome {
-    Refused(Refusal),
-    Appended(Appended),
-}
-
-/// A log of a batch that was refused, with the same fields as a refused single append.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Refusal {
-    pub error: String,
-    pub message: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub received: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub generation: Option<u32>,
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ingest::push::contract::{Appended, LogRefusal, Outcome};
 
     fn append<'a>(path: &str, offset: u64, bytes: &'a [u8]) -> Append<'a> {
         Append {
@@ -180,7 +162,7 @@ mod tests {
         .unwrap();
         assert!(matches!(
             refused,
-            Outcome::Refused(Refusal {
+            Outcome::Refused(LogRefusal {
                 received: Some(5),
                 ..
             })
