@@ -7,6 +7,7 @@ pub(crate) mod corpus;
 mod harness_logs;
 pub(crate) mod load;
 pub(crate) mod seed;
+mod words;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -1073,7 +1074,7 @@ impl Drawn {
 /// The global query mix: user-like queries from real documents (1–6 terms), common-term
 /// queries, worst cases of several very common terms, and rare near-unique terms.
 fn query_mix(texts: &[SampleText], rng: &mut Pcg64Mcg, requests: usize) -> Vec<String> {
-    let common = &corpus::common_words()[..60];
+    let common = &words::common_words()[..60];
     let mut queries = Vec::new();
     for (i, sample) in texts.iter().take(requests).enumerate() {
         let query = match i % 10 {

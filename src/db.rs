@@ -7,6 +7,7 @@
 //! queries run read-only with a server-side time limit taken from the caller's deadline. Values
 //! always travel as server-side parameters (`{name:Type}`).
 
+pub mod cluster;
 mod foreground;
 pub mod gate;
 
@@ -154,7 +155,7 @@ pub struct Db {
     /// The tool calls running, which ingest writes give way to (see [`Db::paced_write`]).
     foreground: Arc<Foreground>,
     /// The cluster the schema lives on (`clickhouse.cluster`), if any.
-    cluster: Option<Arc<crate::migrate::Cluster>>,
+    cluster: Option<Arc<cluster::Cluster>>,
     /// Whether ClickHouse answers, as [`Db::watch_health`] last saw it (always, where nothing
     /// watches): while it does not, statements fail at once instead of waiting out their
     /// deadline.
@@ -211,7 +212,7 @@ impl Db {
     /// Builds the client and the slot pool. Connects lazily.
     pub fn new(config: &ClickHouseConfig, metrics: Metrics) -> Self {
         let mut client = base_client(config).with_database(&config.database);
-        let cluster = crate::migrate::Cluster::configured(config);
+        let cluster = cluster::Cluster::configured(config);
         if cluster.is_some() {
             client = client
                 // A session's rows share a shard, so a subquery over sessions, turns or events
@@ -378,7 +379,7 @@ impl Db {
     }
 
     /// The cluster the schema lives on (`clickhouse.cluster`), if any.
-    pub(crate) fn cluster(&self) -> Option<&crate::migrate::Cluster> {
+    pub(crate) fn cluster(&self) -> Option<&cluster::Cluster> {
         self.cluster.as_deref()
     }
 
@@ -718,7 +719,7 @@ fn with_time_limit(query: clickhouse::query::Query, deadline: Instant) -> clickh
 /// Drops the configured database and everything in it, if it exists (on a client without a
 /// current database); on a cluster, the shards' database too, on every server.
 pub async fn drop_database(config: &ClickHouseConfig) -> Result<(), clickhouse::error::Error> {
-    let Some(cluster) = crate::migrate::Cluster::configured(config) else {
+    let Some(cluster) = cluster::Cluster::configured(config) else {
         return base_client(config)
             .query("DROP DATABASE IF EXISTS {db:Identifier}")
             .param("db", &config.database)

@@ -7,7 +7,7 @@
 //! under `tests/formats/` and a demo session under `deploy/demo/`.
 
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -232,6 +232,45 @@ pub(crate) fn is_store(harness: Harness, path: &Path) -> bool {
 /// Whether `name` names any harness's store (`opencode.db`).
 pub(crate) fn is_store_name(name: &str) -> bool {
     detect_store(Path::new(name)).is_some()
+}
+
+/// A store path and the session in it, for a path written `store#session` (a session of any
+/// harness's store).
+pub fn store_session(path: &Path) -> Option<(PathBuf, &str)> {
+    rendered::split_store_session(path, is_store_name)
+}
+
+/// Whether the log at `path` is read rendered rather than as the bytes on disk.
+pub fn is_rendered(harness: Harness, path: &Path) -> bool {
+    format(harness).is_rendered(path)
+}
+
+/// Renders the log at `path` as JSON Lines, or `None` when it is read as it is on disk.
+pub fn render(harness: Harness, path: &Path) -> io::Result<Option<Vec<u8>>> {
+    let format = format(harness);
+    if !format.is_rendered(path) {
+        return Ok(None);
+    }
+    format.render(path).map(Some)
+}
+
+/// The sessions of the store at `path` with an estimate of their size, or `None` when `path`
+/// is not a store of `harness`.
+pub fn store_sessions(harness: Harness, path: &Path) -> Option<io::Result<Vec<(String, u64)>>> {
+    is_store(harness, path).then(|| format(harness).store_sessions(path))
+}
+
+/// The file a log is read from: a store for each of its sessions, else the log itself.
+pub fn backing_store(path: &Path) -> PathBuf {
+    store_session(path).map_or_else(|| path.to_owned(), |(store, _)| store)
+}
+
+/// The file whose time and existence stand for the log at `path` (a store for its sessions).
+pub fn backing_file(path: &Path) -> PathBuf {
+    match store_session(path) {
+        Some((store, _)) if !path.exists() => store,
+        _ => path.to_owned(),
+    }
 }
 
 /// Every harness's default sources, in [`Harness`] order.

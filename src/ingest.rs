@@ -4,6 +4,7 @@
 //! batch, so parsing and ClickHouse work overlap. Every run is incremental (checkpoints) and
 //! idempotent (re-reading replaces what a file contributed before).
 
+pub(crate) mod archived;
 pub mod claim;
 pub mod files;
 pub mod lock;
@@ -162,6 +163,8 @@ pub enum IngestError {
     Redaction(#[from] regex::Error),
     #[error("the reader thread failed: {0}")]
     Reader(String),
+    #[error("{0}")]
+    Archive(String),
 }
 
 /// How `config` says logs are read.
@@ -242,7 +245,7 @@ async fn run_locked(
     let log_count = files.len();
     let file_count = files
         .iter()
-        .map(|f| crate::harness::rendered::backing_store(&f.path))
+        .map(|f| crate::harness::backing_store(&f.path))
         .collect::<std::collections::HashSet<_>>()
         .len();
     let (files, counters) = pipeline(config, db, &progress, move |reader| {

@@ -10,9 +10,9 @@ use sha2::{Digest, Sha256};
 use crate::config::ClickHouseConfig;
 use crate::db::{Db, DbError, base_client, gate};
 
-pub mod cluster;
+use crate::db::cluster;
 
-pub use cluster::Cluster;
+use cluster::Cluster;
 
 /// One migration file, embedded in the binary.
 pub struct Migration {
@@ -382,8 +382,8 @@ pub(crate) fn sha256_hex(text: &str) -> String {
 
 /// One statement of a migration, and the condition it runs under.
 #[derive(Debug, PartialEq, Eq)]
-struct Statement {
-    sql: String,
+pub(crate) struct Statement {
+    pub(crate) sql: String,
     only_if: Option<String>,
 }
 
@@ -391,7 +391,7 @@ const ONLY_IF: &str = "-- only if:";
 
 /// Splits a migration into statements: split at `;` ending a line, `--` comment lines dropped
 /// except `-- only if:` (which applies to the statement after it).
-fn statements(sql: &str) -> Vec<Statement> {
+pub(crate) fn statements(sql: &str) -> Vec<Statement> {
     let mut out = Vec::new();
     let mut current = String::new();
     let mut only_if: Option<String> = None;

@@ -5,7 +5,7 @@
 mod common;
 
 use moraine_mcp::db::Db;
-use moraine_mcp::migrate::cluster::{Cluster, Target};
+use moraine_mcp::db::cluster::{Cluster, Target};
 use moraine_mcp::migrate::cluster_statements;
 
 /// A table's definition with the database names taken out.

@@ -2,8 +2,10 @@
 //! names every setting of `config/moraine-mcp.toml` and no other; the README's test command is
 //! the one CI runs, and the README stays short; `CONTRIBUTING.md`'s source map names every
 //! source file and test suite, and only paths that exist; every relative link in the README,
-//! `CONTRIBUTING.md` and `docs/*.md` reaches an existing file (and heading).
+//! `CONTRIBUTING.md` and `docs/*.md` reaches an existing file (and heading); and the layering
+//! the source map describes holds: no source file imports one that imports it back.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 fn root() -> &'static Path {
@@ -280,4 +282,110 @@ fn every_relative_link_reaches_an_existing_file() {
     }
     assert!(checked > 20, "only {checked} relative links found");
     assert!(broken.is_empty(), "broken links: {broken:#?}");
+}
+
+/// The module path of a source file (`src/ingest/push.rs` → `ingest::push`).
+fn module_of(file: &str) -> Vec<String> {
+    let inner = file.trim_start_matches("src/").trim_end_matches(".rs");
+    if inner == "lib" || inner == "main" {
+        return Vec::new();
+    }
+    inner.split('/').map(str::to_owned).collect()
+}
+
+/// The source files a file imports from: each `crate::…` and `super::…` path its code names
+/// outside its unit tests and comments (brace groups included), taken to the longest prefix
+/// that is a file.
+fn imports(file: &str, text: &str, files: &[String]) -> BTreeSet<String> {
+    let text = text.split("#[cfg(test)]\nmod tests").next().unwrap_or(text);
+    let text: String = text
+        .lines()
+        .filter(|line| !line.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let module = module_of(file);
+    let by_module: std::collections::HashMap<Vec<String>, &String> =
+        files.iter().map(|f| (module_of(f), f)).collect();
+    let resolve = |parts: Vec<String>| {
+        (1..=parts.len())
+            .rev()
+            .find_map(|n| by_module.get(&parts[..n]).copied())
+            .cloned()
+    };
+    let path = regex::Regex::new(r"\b(crate|super)((?:::(?:r#)?\w+)+)(::\{([^}]*)\})?").unwrap();
+    let mut out = BTreeSet::new();
+    for found in path.captures_iter(&text) {
+        let mut base: Vec<String> = if &found[1] == "crate" {
+            Vec::new()
+        } else {
+            module[..module.len().saturating_sub(1)].to_vec()
+        };
+        base.extend(
+            found[2]
+                .split("::")
+                .skip(1)
+                .map(|p| p.trim_start_matches("r#").to_owned()),
+        );
+        let mut targets = vec![base.clone()];
+        if let Some(group) = found.get(4) {
+            for item in group.as_str().split(',') {
+                let item = item
+                    .trim()
+                    .split("::")
+                    .next()
+                    .unwrap_or("")
+                    .trim_start_matches("r#");
+                if !item.is_empty() && item != "self" {
+                    targets.push([base.clone(), vec![item.to_owned()]].concat());
+                }
+            }
+        }
+        out.extend(
+            targets
+                .into_iter()
+                .filter_map(&resolve)
+                .filter(|t| t != file),
+        );
+    }
+    out
+}
+
+#[test]
+fn no_source_file_imports_one_that_imports_it_back() {
+    let mut files = Vec::new();
+    rust_files(&root().join("src"), &mut files);
+    let edges: BTreeMap<String, BTreeSet<String>> = files
+        .iter()
+        .map(|f| (f.clone(), imports(f, &read(f), &files)))
+        .collect();
+    // A circle through `file`: a path of imports from one of its imports back to it.
+    let circle_through = |file: &String| -> Option<Vec<String>> {
+        let mut seen = BTreeSet::new();
+        let mut stack: Vec<Vec<String>> = edges[file].iter().map(|t| vec![t.clone()]).collect();
+        while let Some(path) = stack.pop() {
+            let last = path.last().unwrap();
+            if last == file {
+                return Some(path);
+            }
+            if seen.insert(last.clone()) {
+                for next in &edges[last] {
+                    stack.push([path.clone(), vec![next.clone()]].concat());
+                }
+            }
+        }
+        None
+    };
+    let circles: Vec<String> = files
+        .iter()
+        .filter_map(|f| circle_through(f).map(|c| format!("{f} -> {}", c.join(" -> "))))
+        .collect();
+    assert!(
+        edges.values().map(BTreeSet::len).sum::<usize>() > 200,
+        "{edges:?}"
+    );
+    assert!(
+        circles.is_empty(),
+        "import circles:\n{}",
+        circles.join("\n")
+    );
 }

@@ -730,7 +730,7 @@ async fn an_openclaw_transcript_moved_into_the_store_stays_one_session() {
     );
     // Past its header, the store's session renders as the transcript's lines: a copy of it
     // (what tells a pushed log taking a session over from another session under its ID).
-    let rendering = moraine_mcp::harness::rendered::render(
+    let rendering = moraine_mcp::harness::render(
         Harness::OpenClaw,
         &moraine_mcp::harness::rendered::store_session_path(&store, OPENCLAW_SESSION),
     )

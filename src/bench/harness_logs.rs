@@ -8,7 +8,7 @@ use rand::Rng;
 use rand_pcg::Pcg64Mcg;
 use serde_json::{Value, json};
 
-use super::corpus::{Log, Writer, hex, iso, uuid};
+use super::words::{Log, Writer, hex, iso, uuid};
 
 /// What one generated session looks like, whatever the format: turns of a prompt, a few tool
 /// steps (some with reasoning first, some failing) and an answer.

@@ -180,7 +180,7 @@ pub(crate) fn sessions(path: &Path) -> io::Result<Vec<(String, u64)>> {
 /// per block of lines of one role.
 pub(crate) fn render(path: &Path) -> io::Result<Vec<u8>> {
     let (file, session) =
-        rendered::store_session(path).ok_or_else(|| invalid("not a run of an Aider history"))?;
+        super::store_session(path).ok_or_else(|| invalid("not a run of an Aider history"))?;
     let bytes = rendered::read_source(&file)?;
     let text = String::from_utf8_lossy(&bytes);
     let (_, run) = named_runs(&text)
@@ -398,7 +398,7 @@ impl LogFormat for Format {
     }
 
     fn is_rendered(&self, path: &Path) -> bool {
-        rendered::store_session(path).is_some()
+        super::store_session(path).is_some()
     }
 
     fn render(&self, path: &Path) -> io::Result<Vec<u8>> {

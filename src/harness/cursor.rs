@@ -17,7 +17,7 @@ use serde_json::{Map, Value, json};
 
 use super::adapter::{AdapterOutput, ToolNames};
 use super::draft::{Draft, Ending, SelfTools, parse_ts};
-use super::rendered::{self, Rendering, invalid};
+use super::rendered::{Rendering, invalid};
 use super::store::{self, Store};
 use crate::vocab::EventType;
 
@@ -56,7 +56,7 @@ pub(crate) fn sessions(path: &Path) -> io::Result<Vec<(String, u64)>> {
 /// Renders one conversation of a store (`state.vscdb#<composer>`).
 pub(crate) fn render(path: &Path) -> io::Result<Vec<u8>> {
     let (store_path, composer) =
-        rendered::store_session(path).ok_or_else(|| invalid("not a Cursor conversation"))?;
+        super::store_session(path).ok_or_else(|| invalid("not a Cursor conversation"))?;
     let composer = composer.to_owned();
     Store::open(&store_path)?.snapshot(move |db| {
         let document: Option<String> = db
@@ -569,7 +569,7 @@ impl LogFormat for Format {
 
     /// A conversation of a store; the transcripts are read as they are.
     fn is_rendered(&self, path: &Path) -> bool {
-        rendered::store_session(path).is_some()
+        super::store_session(path).is_some()
     }
 
     fn render(&self, path: &Path) -> io::Result<Vec<u8>> {

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::{format, rendered};
+use super::format;
 use crate::vocab::Harness;
 
 /// The harness's session id of a log, and whether it is a sub-agent's.
@@ -41,7 +41,7 @@ impl Identity {
     /// The identity the harness's own file naming gives (a session of a store is named by
     /// the store's path and its id).
     pub fn from_name(harness: Harness, path: &Path) -> Option<Self> {
-        if let Some((_, session)) = rendered::store_session(path) {
+        if let Some((_, session)) = super::store_session(path) {
             return Some(Self::main(session));
         }
         format(harness).identity_from_name(path)

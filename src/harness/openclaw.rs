@@ -25,7 +25,7 @@ use serde_json::{Map, Value, json};
 
 use super::adapter::{AdapterOutput, ToolNames};
 use super::draft::{Draft, Ending, SelfTools, parse_ts};
-use super::rendered::{self, Rendering, invalid};
+use super::rendered::{Rendering, invalid};
 use super::store::{self, Store};
 use crate::vocab::EventType;
 
@@ -65,7 +65,7 @@ pub(crate) fn sessions(path: &Path) -> io::Result<Vec<(String, u64)>> {
 /// were added, and read again when its first or last lines changed.
 pub(crate) fn render(path: &Path) -> io::Result<Vec<u8>> {
     let (store_path, session) =
-        rendered::store_session(path).ok_or_else(|| invalid("not an OpenClaw store session"))?;
+        super::store_session(path).ok_or_else(|| invalid("not an OpenClaw store session"))?;
     let session = session.to_owned();
     Store::open(&store_path)?.snapshot(move |db| {
         let mut header = window(db, &session)?;
@@ -626,7 +626,7 @@ impl LogFormat for Format {
 
     /// A session of a store; the transcripts are read as they are.
     fn is_rendered(&self, path: &Path) -> bool {
-        rendered::store_session(path).is_some()
+        super::store_session(path).is_some()
     }
 
     fn render(&self, path: &Path) -> io::Result<Vec<u8>> {

@@ -79,7 +79,7 @@ pub(crate) fn sessions(path: &Path) -> io::Result<Vec<(String, u64)>> {
 /// Renders one session: of a store (`opencode.db#<session>`), of the JSON tree (the session's
 /// file `storage/session/<project>/<session>.json`), or written by `opencode export`.
 pub(crate) fn render(path: &Path) -> io::Result<Vec<u8>> {
-    if let Some((store, session)) = rendered::store_session(path) {
+    if let Some((store, session)) = super::store_session(path) {
         return render_stored(&store, session);
     }
     let bytes = rendered::read_source(path)?;

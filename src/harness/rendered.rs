@@ -7,13 +7,14 @@
 //! changes every later line: the head and tail fingerprints of a checkpoint then notice an edit
 //! in the middle as surely as a rewrite, locally and for a pushed copy alike. A session that only
 //! grew renders as the old lines followed by new ones, and is read on from its checkpoint.
+//!
+//! Only the tools of rendering are here; which logs are rendered, and how, is each harness's
+//! (see [`super::render`]).
 
 use std::io;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
-
-use crate::vocab::Harness;
 
 /// Largest source read into memory to be rendered.
 pub const MAX_SOURCE_BYTES: u64 = 256 << 20;
@@ -83,12 +84,15 @@ impl Rendering {
     }
 }
 
-/// A store path and the session in it, for a path written `store#session`.
-pub fn store_session(path: &Path) -> Option<(PathBuf, &str)> {
+/// A store path and the session in it, for a path written `store#session` whose store part
+/// `is_store` names (a log named `notes#2.jsonl` is a file, not a session of a store).
+pub fn split_store_session(
+    path: &Path,
+    is_store: impl Fn(&str) -> bool,
+) -> Option<(PathBuf, &str)> {
     let text = path.to_str()?;
     let (store, session) = text.rsplit_once(STORE_SESSION_SEPARATOR)?;
-    // Only a store's name comes before the separator: a log named `notes#2.jsonl` is a file.
-    (super::is_store_name(store) && !session.is_empty() && !session.contains('/'))
+    (is_store(store) && !session.is_empty() && !session.contains('/'))
         .then(|| (PathBuf::from(store), session))
 }
 
@@ -98,39 +102,6 @@ pub fn store_session_path(store: &Path, session: &str) -> PathBuf {
     text.push(STORE_SESSION_SEPARATOR.to_string());
     text.push(session);
     PathBuf::from(text)
-}
-
-/// Whether the log at `path` is read rendered rather than as the bytes on disk.
-pub fn is_rendered(harness: Harness, path: &Path) -> bool {
-    super::format(harness).is_rendered(path)
-}
-
-/// The file a log is read from: a store for each of its sessions, else the log itself.
-pub fn backing_store(path: &Path) -> PathBuf {
-    store_session(path).map_or_else(|| path.to_owned(), |(store, _)| store)
-}
-
-/// The file whose time and existence stand for the log at `path` (a store for its sessions).
-pub fn backing_file(path: &Path) -> PathBuf {
-    match store_session(path) {
-        Some((store, _)) if !path.exists() => store,
-        _ => path.to_owned(),
-    }
-}
-
-/// The sessions of the store at `path` with an estimate of their size, or `None` when `path`
-/// is not a store of `harness`.
-pub fn store_sessions(harness: Harness, path: &Path) -> Option<io::Result<Vec<(String, u64)>>> {
-    super::is_store(harness, path).then(|| super::format(harness).store_sessions(path))
-}
-
-/// Renders the log at `path` as JSON Lines, or `None` when it is read as it is on disk.
-pub fn render(harness: Harness, path: &Path) -> io::Result<Option<Vec<u8>>> {
-    let format = super::format(harness);
-    if !format.is_rendered(path) {
-        return Ok(None);
-    }
-    format.render(path).map(Some)
 }
 
 /// A source file's bytes, refused when too large to hold.
@@ -217,12 +188,13 @@ mod tests {
     fn test_store_session_paths_round_trip() {
         let path = store_session_path(Path::new("/data/opencode.db"), "ses_1");
         assert_eq!(path, Path::new("/data/opencode.db#ses_1"));
-        let (store, session) = store_session(&path).unwrap();
+        let is_db = |store: &str| store.ends_with(".db");
+        let (store, session) = split_store_session(&path, is_db).unwrap();
         assert_eq!(
             (store.as_path(), session),
             (Path::new("/data/opencode.db"), "ses_1")
         );
-        assert!(store_session(Path::new("/a/b#c/d.jsonl")).is_none());
-        assert!(store_session(Path::new("/logs/notes#2.jsonl")).is_none());
+        assert!(split_store_session(Path::new("/a/b.db#c/d.jsonl"), is_db).is_none());
+        assert!(split_store_session(Path::new("/logs/notes#2.jsonl"), is_db).is_none());
     }
 }

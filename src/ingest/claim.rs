@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use serde::Deserialize;
 
 use super::files::{self, LogFile};
-use super::push::read_archive;
+use super::{IngestError, archived};
 use crate::db::{Db, DbError};
 use crate::harness::Identity;
 
@@ -126,9 +126,9 @@ async fn claim_chunk(
         });
         if let Some(other) = other {
             let to = other.received.min(COMPARED_BYTES);
-            let stored = match read_archive(db, other.file_key, other.generation, 0, to).await {
+            let stored = match archived::read(db, other.file_key, other.generation, 0, to).await {
                 Ok(bytes) => bytes,
-                Err(super::push::AppendError::Db(e)) => return Err(e),
+                Err(IngestError::Db(e)) => return Err(e),
                 // Nothing to compare with: taken for a copy, as a replaced log.
                 Err(_) => continue,
             };

@@ -224,7 +224,7 @@ fn describe_all(
         path: path.clone(),
         message,
     };
-    match rendered::store_sessions(harness, &path) {
+    match crate::harness::store_sessions(harness, &path) {
         Some(Ok(sessions)) => {
             for (session, size) in sessions {
                 let log = rendered::store_session_path(&path, &session);
@@ -261,9 +261,9 @@ pub fn read_head(path: &Path, harness: Option<Harness>) -> Vec<u8> {
     let mut head = Vec::new();
     if let Some(harness) = harness
         && path.extension().is_some_and(|e| e == "json")
-        && rendered::is_rendered(harness, path)
+        && crate::harness::is_rendered(harness, path)
     {
-        let mut lines = rendered::render(harness, path)
+        let mut lines = crate::harness::render(harness, path)
             .ok()
             .flatten()
             .unwrap_or_default();
@@ -639,9 +639,12 @@ mod tests {
         let store = agent.join("agent/openclaw-agent.sqlite");
         rusqlite::Connection::open(&store)
             .unwrap()
-            .execute_batch(include_str!(
-                "../../tests/formats/openclaw/agents/main/agent/openclaw-agent.sqlite.sql"
-            ))
+            .execute_batch(
+                &std::fs::read_to_string(format!(
+                    "{formats}/openclaw/agents/main/agent/openclaw-agent.sqlite.sql"
+                ))
+                .unwrap(),
+            )
             .unwrap();
         // A session the migration moved into the store, its transcript left behind.
         let migrated = "0199b1d2-6c3e-7f40-8a51-92b3c4d5e6f7";

@@ -18,7 +18,7 @@ use super::redact::Redactor;
 use super::session::{BuildSettings, SessionBuilder, SessionState};
 use crate::harness::adapter::AdapterOutput;
 use crate::harness::draft::SelfTools;
-use crate::harness::{AdapterState, ReadContext, rendered};
+use crate::harness::{AdapterState, ReadContext};
 use crate::rows::{CheckpointRow, EventRow, RawChunkRow, SessionRow, TurnRow};
 use crate::tokenize::Indexer;
 use crate::vocab::{EventType, Harness};
@@ -187,13 +187,13 @@ impl DiskLog {
     /// The log at `path`, written by `harness`: the file itself, or its rendering when it is
     /// not an append-only log (see [`rendered`]).
     pub fn open(path: &std::path::Path, harness: Harness) -> io::Result<Self> {
-        let Some(lines) = rendered::render(harness, path)? else {
+        let Some(lines) = crate::harness::render(harness, path)? else {
             return Self::file(path);
         };
         Ok(Self {
             size: lines.len() as u64,
             content: DiskContent::Lines(lines),
-            modified_ms: modified_ms(&std::fs::metadata(rendered::backing_file(path))?),
+            modified_ms: modified_ms(&std::fs::metadata(crate::harness::backing_file(path))?),
             archived: false,
         })
     }

@@ -6,14 +6,13 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use super::archived;
 use super::files::{self, Origin};
-use super::push::{AppendError, read_archive};
 use super::reader::{DiskLog, Resume, Stored};
 use super::{IngestError, pipeline, progress_bar, reader::Counters};
 use crate::config::Config;
 use crate::db::gate::WhenMigrating;
 use crate::db::{Db, DbError};
-use crate::harness::rendered;
 use crate::rows::CheckpointRow;
 use crate::vocab::Harness;
 
@@ -94,7 +93,7 @@ pub async fn run(
             from_archive += 1;
             Source::Archive(copy)
         } else if origin == Origin::Local
-            && rendered::backing_file(Path::new(&checkpoint.path)).is_file()
+            && crate::harness::backing_file(Path::new(&checkpoint.path)).is_file()
         {
             from_disk += 1;
             Source::Disk(PathBuf::from(&checkpoint.path))
@@ -243,12 +242,7 @@ async fn copy_archive(db: &Db, checkpoint: &CheckpointRow, path: &Path) -> Resul
     let mut at = 0;
     while at < checkpoint.received {
         let to = (at + COPY_PIECE).min(checkpoint.received);
-        let piece = read_archive(db, checkpoint.file_key, checkpoint.generation, at, to)
-            .await
-            .map_err(|e| match e {
-                AppendError::Db(e) => IngestError::Db(e),
-                other => IngestError::Reader(other.to_string()),
-            })?;
+        let piece = archived::read(db, checkpoint.file_key, checkpoint.generation, at, to).await?;
         out.write_all(&piece).map_err(failed)?;
         at = to;
     }
