@@ -10,8 +10,11 @@
 //! still being written is read on as it grows and the others are never read again. A run that
 //! never got a prompt (Aider started and quit) is no session.
 //!
-//! Only the start of a run is dated, in local time: it is converted with this machine's time
-//! zone (where the log is read, or pushed from), and every event of the run shows it.
+//! The history dates only the start of a run. What the person typed is dated by
+//! `.aider.input.history` beside it, when it is there: each entry a `# <local time>` line and the
+//! input's lines prefixed `+`. A prompt takes the time of the entry that typed it (a prompt sent
+//! on by a command, `/ask …`, the command's); what follows it shows that time. Local times are
+//! converted with this machine's time zone (where the log is read, or pushed from).
 
 use std::io;
 use std::path::Path;
@@ -28,6 +31,8 @@ use crate::vocab::EventType;
 
 /// The file name Aider writes its chat history to.
 const FILE_NAME: &str = ".aider.chat.history.md";
+/// The file beside it where Aider keeps what was typed, each entry dated.
+const INPUT_HISTORY: &str = ".aider.input.history";
 /// What starts each run.
 const HEADER: &str = "# aider chat started at ";
 /// The tag Aider wraps a model's reasoning in (its `REASONING_TAG`).
@@ -115,9 +120,10 @@ fn is_local_time(text: &str) -> bool {
         })
 }
 
-/// A local time of this machine's time zone, in ms since the epoch.
+/// A local time of this machine's time zone (`YYYY-MM-DD HH:MM:SS`, with or without a
+/// fraction of a second), in ms since the epoch.
 fn local_ms(text: &str) -> Option<i64> {
-    let naive = chrono::NaiveDateTime::parse_from_str(text, "%Y-%m-%d %H:%M:%S").ok()?;
+    let naive = chrono::NaiveDateTime::parse_from_str(text, "%Y-%m-%d %H:%M:%S%.f").ok()?;
     let local = naive.and_local_timezone(chrono::Local).earliest()?;
     Some(local.timestamp_millis())
 }
@@ -201,12 +207,84 @@ pub(crate) fn render(path: &Path) -> io::Result<Vec<u8>> {
         );
     }
     out.push("session", header);
+    let typed = file
+        .parent()
+        .map(|dir| typed_inputs(&dir.join(INPUT_HISTORY)))
+        .unwrap_or_default();
+    let mut typed = TypedInputs::after(&typed, run.started);
     for (role, text) in blocks(&run.lines) {
         let mut fields = Map::new();
+        if role == Role::User
+            && let Some(at) = typed.dating(&text)
+        {
+            fields.insert("local_time".into(), Value::String(at.to_owned()));
+            if let Some(ms) = local_ms(at) {
+                fields.insert("time".into(), Value::from(ms));
+            }
+        }
         fields.insert("text".into(), Value::String(text));
         out.push(role.as_str(), fields);
     }
     Ok(out.into_bytes())
+}
+
+/// The entries of an input history: (local time, what was typed). None when there is none or
+/// it cannot be read: the prompts are then dated by their run.
+fn typed_inputs(path: &Path) -> Vec<(String, String)> {
+    let Ok(bytes) = rendered::read_source(path) else {
+        return Vec::new();
+    };
+    let mut entries: Vec<(String, Vec<String>)> = Vec::new();
+    for line in String::from_utf8_lossy(&bytes).lines() {
+        if let Some(at) = line.strip_prefix("# ").filter(|at| local_ms(at).is_some()) {
+            entries.push((at.to_owned(), Vec::new()));
+        } else if let (Some(text), Some((_, lines))) = (line.strip_prefix('+'), entries.last_mut())
+        {
+            lines.push(text.to_owned());
+        }
+    }
+    entries
+        .into_iter()
+        .map(|(at, lines)| (at, lines.join("\n").trim().to_owned()))
+        .collect()
+}
+
+/// A run's prompts matched, in order, with the inputs typed since it started.
+struct TypedInputs<'a> {
+    entries: &'a [(String, String)],
+    next: usize,
+}
+
+impl<'a> TypedInputs<'a> {
+    /// The inputs typed at or after `started` (local times of one format compare as text).
+    fn after(entries: &'a [(String, String)], started: &str) -> Self {
+        let first = entries.partition_point(|(at, _)| at.as_str() < started);
+        Self {
+            entries: &entries[first..],
+            next: 0,
+        }
+    }
+
+    /// When the prompt `text` was typed: the next entry that is it, or the command just matched
+    /// that sent it on (`/ask <text>`).
+    fn dating(&mut self, text: &str) -> Option<&'a str> {
+        let text = text.trim();
+        let sent_on = |typed: &str| {
+            typed
+                .split_once(' ')
+                .is_some_and(|(command, rest)| command.starts_with('/') && rest.trim() == text)
+        };
+        if let Some((at, typed)) = self.next.checked_sub(1).map(|i| &self.entries[i])
+            && sent_on(typed)
+        {
+            return Some(at);
+        }
+        let found = self.entries[self.next..]
+            .iter()
+            .position(|(_, typed)| typed == text)?;
+        self.next += found + 1;
+        Some(&self.entries[self.next - 1].0)
+    }
 }
 
 /// The run's lines as blocks of one role. Aider writes a blank line before each prompt (a
@@ -269,7 +347,11 @@ pub(crate) fn read(
             out.started_at = record.get("started_at").and_then(Value::as_i64);
             out.cwd = record.get("cwd").and_then(Value::as_str).map(str::to_owned);
         }
-        "user" => out.drafts.push(prompt(text, raw)),
+        "user" => out.drafts.push(prompt(
+            text,
+            record.get("time").and_then(Value::as_i64),
+            raw,
+        )),
         "tool" => {
             if let Some(model) = banner_model(&text) {
                 state.model = model.to_owned();
@@ -290,13 +372,13 @@ pub(crate) fn read(
 
 /// A `#### ` block: the person's prompt, unless it is a command run by Aider itself (`/add`,
 /// `/run`, …) or a confirmation answered from a remembered choice.
-fn prompt(text: String, raw: &str) -> Draft {
+fn prompt(text: String, ts: Option<i64>, raw: &str) -> Draft {
     let command = text.starts_with('/');
     let confirmation = text.contains("(Y)es/(N)o");
     if command || confirmation {
-        return Draft::bookkeeping(None, text, raw.to_owned());
+        return Draft::bookkeeping(ts, text, raw.to_owned());
     }
-    let mut draft = Draft::new(EventType::UserInput, None, text, raw.to_owned());
+    let mut draft = Draft::new(EventType::UserInput, ts, text, raw.to_owned());
     draft.starts_turn = true;
     draft
 }
@@ -475,9 +557,10 @@ Raise the backoff.\n\nDone.\n\n\
         assert_eq!(out.drafts[1].text, "answer");
         assert!(out.drafts[1].may_end_turn);
         assert_eq!(out.drafts[1].model, "o3-mini");
-        assert!(!prompt("/add x.py".into(), "{}").starts_turn);
-        assert!(!prompt("Add file to the chat? (Y)es/(N)o [Yes]: skip".into(), "{}").starts_turn);
-        assert!(prompt("???".into(), "{}").starts_turn);
+        assert!(!prompt("/add x.py".into(), None, "{}").starts_turn);
+        let confirmation = "Add file to the chat? (Y)es/(N)o [Yes]: skip";
+        assert!(!prompt(confirmation.into(), None, "{}").starts_turn);
+        assert!(prompt("???".into(), Some(1), "{}").starts_turn);
         assert_eq!(
             banner_model("Main model: claude-3-7 with diff"),
             Some("claude-3-7")
@@ -489,5 +572,62 @@ Raise the backoff.\n\nDone.\n\n\
         assert!(is_local_time("2026-02-03 09:20:00"));
         assert!(!is_local_time("2026-02-03T09:20:00"));
         assert!(local_ms("2026-02-03 09:20:00").is_some());
+        assert_eq!(
+            local_ms("2026-02-03 09:20:00.250000"),
+            local_ms("2026-02-03 09:20:00").map(|ms| ms + 250)
+        );
+    }
+
+    #[test]
+    fn test_prompts_take_the_time_they_were_typed() {
+        let dir = std::env::temp_dir().join(format!("moraine-aider-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let input = dir.join(INPUT_HISTORY);
+        std::fs::write(
+            &input,
+            "\n# 2026-02-03 09:10:00.000000\n+Fix the flaky retry test\n\
+             \n# 2026-02-03 09:21:00.500000\n+Fix the flaky retry test\n+in tests/net.py\n\
+             \n# 2026-02-03 09:22:00.000000\n+/ask why?\n",
+        )
+        .unwrap();
+        let typed = typed_inputs(&input);
+        assert_eq!(typed.len(), 3);
+        // An entry typed before the run belongs to an earlier one.
+        let mut run = TypedInputs::after(&typed, "2026-02-03 09:20:00");
+        let multi_line = "Fix the flaky retry test\nin tests/net.py";
+        assert_eq!(run.dating(multi_line), Some("2026-02-03 09:21:00.500000"));
+        assert_eq!(run.dating("/ask why?"), Some("2026-02-03 09:22:00.000000"));
+        // Sent on by the command just typed.
+        assert_eq!(run.dating("why?"), Some("2026-02-03 09:22:00.000000"));
+        // A block nobody typed (a remembered confirmation) is not dated.
+        assert_eq!(
+            run.dating("Add file to the chat? (Y)es/(N)o [Yes]: skip"),
+            None
+        );
+
+        std::fs::write(dir.join(FILE_NAME), HISTORY).unwrap();
+        let id = runs(HISTORY)[1].id().unwrap();
+        let rendered = render(&rendered::store_session_path(&dir.join(FILE_NAME), &id)).unwrap();
+        let text = String::from_utf8(rendered).unwrap();
+        let users: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|r| r["record"] == "user")
+            .collect();
+        let times: Vec<Option<i64>> = users.iter().map(|r| r["time"].as_i64()).collect();
+        let at = |t| local_ms(t);
+        assert_eq!(
+            times,
+            [
+                at("2026-02-03 09:21:00.5"),
+                at("2026-02-03 09:22:00"),
+                at("2026-02-03 09:22:00")
+            ]
+        );
+        // Without the input history, prompts are dated by their run.
+        std::fs::remove_file(&input).unwrap();
+        let rendered = render(&rendered::store_session_path(&dir.join(FILE_NAME), &id)).unwrap();
+        assert!(!String::from_utf8(rendered).unwrap().contains("\"time\""));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -2,7 +2,7 @@
 //! truth), and on the real engine: idempotent re-runs, appends in pieces, replaced files,
 //! interrupted runs, malformed lines, redaction and exact index statistics.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;

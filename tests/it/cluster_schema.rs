@@ -2,7 +2,7 @@
 //! cluster-only parts (`ON CLUSTER`, replication) taken out, are the single-node tables — the
 //! same columns, types, defaults, codecs, keys, settings and views.
 
-mod common;
+use crate::common;
 
 use moraine_mcp::db::Db;
 use moraine_mcp::db::cluster::{Cluster, Target};

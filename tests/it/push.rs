@@ -3,7 +3,7 @@
 //! restarted mid-push and a cut-off body all end with exactly what a local ingest of the same
 //! files stores; tokens read and write only what their scopes and sources allow.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -3,7 +3,7 @@
 //! that fail or are abandoned committing nothing; and the gateway's own unit tests (request
 //! framing, native blocks, multipart) under the engine environment's Python.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! end up as a clean read of their final state, re-runs write nothing, stores are never
 //! modified, and every harness's content is found through MCP search and open.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 
@@ -1125,6 +1125,59 @@ async fn an_aider_history_that_grows_is_read_on_and_only_its_last_run_is_read_ag
         .unwrap()
         .unwrap();
     assert_eq!(sessions, 3);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Aider's history dates only each run's start; `.aider.input.history` beside it dates what was
+/// typed: each prompt shows when it was typed (a prompt sent on by `/ask`, when the command
+/// was). Without it, prompts show the run's start.
+#[tokio::test]
+async fn aider_prompts_show_when_they_were_typed() {
+    let dir = scratch("aider-typed");
+    let repo = dir.join("kestrel");
+    std::fs::create_dir_all(&repo).unwrap();
+    for name in [".aider.chat.history.md", ".aider.input.history"] {
+        std::fs::copy(formats().join("aider/kestrel").join(name), repo.join(name)).unwrap();
+    }
+    let local = |text: &str| {
+        chrono::NaiveDateTime::parse_from_str(text, "%Y-%m-%d %H:%M:%S%.f")
+            .unwrap()
+            .and_local_timezone(chrono::Local)
+            .earliest()
+            .unwrap()
+            .timestamp_millis()
+    };
+    // When each prompt was written down as the person's input.
+    let prompts = |db: moraine_mcp::db::Db| async move {
+        let key = session_key(Harness::Aider, "2026-02-03-09-16-40-1bb22314");
+        db.read(
+            "t",
+            "SELECT toUnixTimestamp64Milli(ts) FROM events \
+             WHERE session_key = {k:UInt64} AND event_type = 'user_input' ORDER BY ts",
+        )
+        .param("k", key)
+        .fetch_all::<i64>(&db, db.default_deadline())
+        .await
+        .unwrap()
+    };
+    let (config, db) = common::fresh_db().await;
+    let summary = common::ingest_paths(&config, &db, &dir).await;
+    assert_eq!(
+        summary.logs, 2,
+        "the input history is no log of its own: {summary}"
+    );
+    assert_eq!(
+        prompts(db.clone()).await,
+        [
+            local("2026-02-03 09:17:30.118"),
+            local("2026-02-03 09:19:05.772")
+        ]
+    );
+    std::fs::remove_file(repo.join(".aider.input.history")).unwrap();
+    let (config, db) = common::fresh_db().await;
+    common::ingest_paths(&config, &db, &dir).await;
+    let run = local("2026-02-03 09:16:40");
+    assert_eq!(prompts(db).await, [run, run]);
     std::fs::remove_dir_all(dir).unwrap();
 }
 

@@ -150,12 +150,22 @@ fn the_source_map_names_every_source_file_and_test_suite_and_nothing_else() {
     let mut wanted = Vec::new();
     rust_files(&root().join("src"), &mut wanted);
     for entry in std::fs::read_dir(root().join("tests")).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_file() && path.extension().is_some_and(|e| e == "rs") {
-            wanted.push(relative(&path));
-        } else if path.join("main.rs").is_file() {
-            // A test suite of its own (`cargo test --test <dir>`).
-            wanted.push(format!("{}/", relative(&path)));
+        let suite = entry.unwrap().path();
+        if !suite.join("main.rs").is_file() {
+            continue;
+        }
+        // A test binary (`cargo test --test <dir>`), and the integration binary's modules.
+        wanted.push(format!("{}/", relative(&suite)));
+        if suite.ends_with("it") {
+            for entry in std::fs::read_dir(&suite).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    wanted.push(format!("{}/", relative(&path)));
+                } else if path.extension().is_some_and(|e| e == "rs") && !path.ends_with("main.rs")
+                {
+                    wanted.push(relative(&path));
+                }
+            }
         }
     }
     assert!(wanted.len() > 80, "{wanted:?}");

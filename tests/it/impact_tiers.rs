@@ -4,7 +4,7 @@
 //! same hits with the same scores, before and after part of the corpus is retracted; and the
 //! tiered service does take the tier paths (`/metrics`).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! `openapi/openapi.yaml` against live servers: every documented path, method and status is
 //! produced by a real request, and nothing the server serves is left undocumented.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::time::Duration;

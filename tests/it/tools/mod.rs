@@ -4,8 +4,7 @@
 //! and the query log. Every response is validated against the published output schema by the
 //! client. (The published schemas' snapshot is a unit test of `tools`.)
 
-#[path = "../common/mod.rs"]
-mod common;
+use crate::common;
 
 mod hostile;
 mod list;
