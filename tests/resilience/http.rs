@@ -3,12 +3,13 @@
 //! and idle timeouts and graceful shutdown with stalled connections (D3), a session cap (D4),
 //! a 413 that reaches clients which send the whole body (D5), −32602 for malformed
 //! `tools/call` params (D6), `_meta` without `clientInfo` (D8), bounded logs (D9), duplicate
-//! `Host` (D10), a size cap with paging for `open` (D11), and busy answered within one queue
-//! wait per call.
+//! `Host` (D10), a size cap with paging for `open` (D11), busy answered within one queue wait
+//! per call, bounded tool input (D13), pages of `open` (D14), write deadlines (D15), a share of
+//! the connections per client (D16), and refused sessions logged once a minute (D18).
 
 use std::io::Write as _;
-use std::path::Path;
-use std::process::{Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use moraine_mcp::db::{Db, DbError};
@@ -347,19 +348,19 @@ async fn malformed_tool_call_params_are_invalid_params() {
     server.stop().await;
 }
 
-/// D9: unknown tool names are logged (and echoed) truncated, and an unhealthy engine is one
-/// log line, not one per probe.
-#[tokio::test]
-async fn logs_stay_small_under_huge_names_and_repeated_failed_probes() {
+/// A `serve` process on a free port whose engine is unreachable, logging to a file, with
+/// `settings` (environment variables) added: (process, base URL, log path), once it answers.
+async fn serve_logging(name: &str, settings: &[(&str, &str)]) -> (Child, String, PathBuf) {
     let port = {
         let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         probe.local_addr().unwrap().port()
     };
-    let log = scratch("logs").join("stderr.log");
-    let mut child = Command::new(BIN)
+    let log = scratch(name).join("stderr.log");
+    let child = Command::new(BIN)
         .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
         .env("MORAINE_MCP_CLICKHOUSE__URL", "http://127.0.0.1:9")
         .env("MORAINE_MCP_CLICKHOUSE__STARTUP_WAIT_SECS", "1")
+        .envs(settings.iter().copied())
         .env_remove("RUST_LOG")
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log).unwrap())
@@ -374,6 +375,25 @@ async fn logs_stay_small_under_huge_names_and_repeated_failed_probes() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    (child, base, log)
+}
+
+/// Stops a [`serve_logging`] process and returns its log.
+fn stop_logging(mut child: Child, log: &Path) -> String {
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    child.wait().unwrap();
+    std::fs::read_to_string(log).unwrap()
+}
+
+/// D9: unknown tool names are logged (and echoed) truncated, and an unhealthy engine is one
+/// log line, not one per probe.
+#[tokio::test]
+async fn logs_stay_small_under_huge_names_and_repeated_failed_probes() {
+    let (child, base, log) = serve_logging("logs", &[]).await;
     let name = "n".repeat(1_000_000);
     for id in 0..5 {
         let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": {}}});
@@ -395,13 +415,7 @@ async fn logs_stay_small_under_huge_names_and_repeated_failed_probes() {
         let health = send("GET", &format!("{base}/healthz"), &[], "").await;
         assert_eq!(health.status, 503);
     }
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
-    child.wait().unwrap();
-    let text = std::fs::read_to_string(&log).unwrap();
+    let text = stop_logging(child, &log);
     assert!(text.len() < 256 * 1024, "{} bytes of log", text.len());
     let unhealthy = text.lines().filter(|l| l.contains("unhealthy")).count();
     assert!(
@@ -409,6 +423,41 @@ async fn logs_stay_small_under_huge_names_and_repeated_failed_probes() {
         "{unhealthy} unhealthy lines for 30 failed probes"
     );
     assert!(!text.contains(" ERROR "), "{text}");
+}
+
+/// D18: MCP sessions refused at the session cap are one warning a minute, not one each.
+#[tokio::test]
+async fn sessions_refused_at_the_cap_are_logged_once_a_minute() {
+    let settings = [
+        ("MORAINE_MCP_SERVER__STATEFUL", "true"),
+        ("MORAINE_MCP_SERVER__MAX_SESSIONS", "1"),
+    ];
+    let (child, base, log) = serve_logging("refusals", &settings).await;
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "cap", "version": "1"}}})
+    .to_string();
+    let mut statuses = Vec::new();
+    for _ in 0..200 {
+        let reply = send("POST", &format!("{base}/mcp"), &[JSON, ACCEPT], &init).await;
+        statuses.push(reply.status);
+    }
+    assert_eq!(
+        (
+            statuses.iter().filter(|s| **s == 200).count(),
+            statuses.iter().filter(|s| **s == 503).count()
+        ),
+        (1, 199),
+        "{statuses:?}"
+    );
+    let text = stop_logging(child, &log);
+    let refusals = text
+        .lines()
+        .filter(|l| l.contains("refusing new MCP sessions"))
+        .count();
+    assert_eq!(
+        refusals, 1,
+        "{refusals} lines for 199 refused sessions:\n{text}"
+    );
 }
 
 /// D10: two `Host` headers are refused (RFC 9112).
