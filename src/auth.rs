@@ -195,7 +195,8 @@ pub(crate) async fn authenticate(
             .join(" or ");
         state.metrics.observe_auth(&caller.name, "forbidden");
         tracing::info!(token = %caller.name, scope = %scopes, "refused a token without the scope");
-        return forbidden(&format!("token {:?} lacks the {scopes} scope", caller.name));
+        return forbidden(format!("token {:?} lacks the {scopes} scope", caller.name))
+            .into_response();
     }
     state.metrics.observe_auth(&caller.name, "accepted");
     tracing::debug!(token = %caller.name, "authenticated");
@@ -226,8 +227,8 @@ fn unauthorized(message: &str, invalid: bool) -> Response {
 }
 
 /// A known token that may not do what it asked.
-pub(crate) fn forbidden(message: &str) -> Response {
-    HttpError::new(StatusCode::FORBIDDEN, ErrorCode::Forbidden, message).into_response()
+pub(crate) fn forbidden(message: impl Into<String>) -> HttpError {
+    HttpError::new(StatusCode::FORBIDDEN, ErrorCode::Forbidden, message)
 }
 
 #[cfg(test)]

@@ -285,7 +285,7 @@ async fn accept<P: AsksSource>(
     match decode(headers, body, api.max_decoded_bytes).await {
         Ok(bytes) => Ok((params, source, bytes)),
         Err(refused) => {
-            let outcome = if matches!(refused, Refusal::TooLarge(_)) {
+            let outcome = if refused.body.error == ErrorCode::PayloadTooLarge {
                 IngestOutcome::TooLarge
             } else {
                 IngestOutcome::Invalid
@@ -296,51 +296,24 @@ async fn accept<P: AsksSource>(
     }
 }
 
-/// A request refused before it reaches the archive.
-enum Refusal {
-    Forbidden(String),
-    Invalid(String),
-    Unsupported(String),
-    TooLarge(usize),
-}
-
-impl IntoResponse for Refusal {
-    fn into_response(self) -> Response {
-        match self {
-            Self::Forbidden(message) => auth::forbidden(&message),
-            Self::Invalid(message) => HttpError::invalid(message).into_response(),
-            Self::Unsupported(encoding) => HttpError::new(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                ErrorCode::UnsupportedEncoding,
-                format!("Content-Encoding {encoding:?} is not identity, gzip or zstd"),
-            )
-            .into_response(),
-            Self::TooLarge(limit) => HttpError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                ErrorCode::PayloadTooLarge,
-                format!("decoded request bodies are limited to {limit} bytes"),
-            )
-            .into_response(),
-        }
-    }
-}
-
 /// The source a caller writes as: its token's, or (without tokens) the one it names.
-fn source_of(caller: &Caller, asked: Option<&str>) -> Result<String, Refusal> {
+fn source_of(caller: &Caller, asked: Option<&str>) -> Result<String, HttpError> {
     match (&caller.ingest_source, asked) {
-        (Some(own), Some(asked)) if own != asked => Err(Refusal::Forbidden(format!(
+        (Some(own), Some(asked)) if own != asked => Err(auth::forbidden(format!(
             "token {:?} writes as source {own:?}, not {asked:?}",
             caller.name
         ))),
         (Some(own), _) => Ok(own.clone()),
         (None, Some(asked)) if crate::config::is_source_name(asked) => Ok(asked.to_owned()),
-        (None, Some(asked)) => Err(Refusal::Invalid(format!("{asked:?} is not a source name"))),
+        (None, Some(asked)) => Err(HttpError::invalid(format!(
+            "{asked:?} is not a source name"
+        ))),
         (None, None) => Ok(DEFAULT_SOURCE.to_owned()),
     }
 }
 
 /// The request body, decoded per `Content-Encoding` (identity, gzip or zstd), within `limit`.
-async fn decode(headers: &HeaderMap, body: &Bytes, limit: usize) -> Result<Bytes, Refusal> {
+async fn decode(headers: &HeaderMap, body: &Bytes, limit: usize) -> Result<Bytes, HttpError> {
     let encoding = headers
         .get(header::CONTENT_ENCODING)
         .and_then(|v| v.to_str().ok())
@@ -348,12 +321,16 @@ async fn decode(headers: &HeaderMap, body: &Bytes, limit: usize) -> Result<Bytes
         .trim()
         .to_ascii_lowercase();
     if !matches!(encoding.as_str(), "identity" | "gzip" | "x-gzip" | "zstd") {
-        return Err(Refusal::Unsupported(encoding));
+        return Err(HttpError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ErrorCode::UnsupportedEncoding,
+            format!("Content-Encoding {encoding:?} is not identity, gzip or zstd"),
+        ));
     }
     // A plain body is used as it came: no copy.
     if encoding == "identity" {
         return if body.len() > limit {
-            Err(Refusal::TooLarge(limit))
+            Err(too_large(limit))
         } else {
             Ok(body.clone())
         };
@@ -376,14 +353,23 @@ async fn decode(headers: &HeaderMap, body: &Bytes, limit: usize) -> Result<Bytes
         read.map(|_| Bytes::from(out))
     })
     .await
-    .map_err(|_| Refusal::Invalid("the body could not be decoded".into()))?;
+    .map_err(|_| HttpError::invalid("the body could not be decoded"))?;
     match decoded {
-        Ok(bytes) if bytes.len() > limit => Err(Refusal::TooLarge(limit)),
+        Ok(bytes) if bytes.len() > limit => Err(too_large(limit)),
         Ok(bytes) => Ok(bytes),
-        Err(error) => Err(Refusal::Invalid(format!(
+        Err(error) => Err(HttpError::invalid(format!(
             "the body could not be decoded: {error}"
         ))),
     }
+}
+
+/// 413: a body past the decoded limit.
+fn too_large(limit: usize) -> HttpError {
+    HttpError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        ErrorCode::PayloadTooLarge,
+        format!("decoded request bodies are limited to {limit} bytes"),
+    )
 }
 
 /// What a compressed body says its content's size is: the first zstd frame's content size, or
