@@ -46,6 +46,15 @@ pub fn spawn(
     shutdown: CancellationToken,
 ) -> io::Result<App> {
     let addr = listener.local_addr()?;
+    // A tokens file that cannot be read stops the start: serving without its tokens would
+    // shut out everyone it names, and guessing at it could let in someone it revoked.
+    let file = (!config.auth.tokens_file.is_empty())
+        .then(|| crate::config::expand_home(&config.auth.tokens_file));
+    let tokens = Arc::new(
+        crate::auth::TokenStore::new(&config.auth.tokens, file)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?,
+    );
+    tokens.clone().watch(shutdown.clone());
     let (tools, query_log) = tools(&config, &db);
     tokio::spawn(crate::ingest::push::restore_push_metrics(db.clone()));
     tokio::spawn(crate::capacity::watch(db.clone(), shutdown.clone()));
@@ -54,7 +63,7 @@ pub fn spawn(
         Duration::from_millis(config.clickhouse.health_timeout_ms),
         shutdown.clone(),
     ));
-    let router = server::router(&config, db.clone(), tools, addr, &shutdown);
+    let router = server::router(&config, db.clone(), tools, tokens, addr, &shutdown);
     let limits = server::connection_limits(&config);
     let server = tokio::spawn(server::serve(listener, router, shutdown, limits));
     Ok(App {

@@ -1,5 +1,12 @@
-//! Bearer-token authentication: the configured tokens and their scopes, the constant-time
-//! check, and the layer that names (and bounds) every caller of a protected route.
+//! Authentication: who calls (a static bearer token, an OAuth access token, or no one on an
+//! open server), what they may do, and the layer that names (and bounds) every caller of a
+//! protected route, answering refusals as RFC 6750 and RFC 9728 ask.
+
+mod issuer;
+mod metadata;
+mod oauth;
+mod rules;
+mod tokens;
 
 use std::sync::Arc;
 
@@ -7,20 +14,43 @@ use axum::extract::{Request, State};
 use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use sha2::{Digest, Sha256};
-use subtle::ConstantTimeEq;
 
-use crate::config::{Scope, TEAM_TOKENS_VARIABLE, TokenConfig};
+use crate::config::{Scope, TEAM_TOKENS_VARIABLE};
 use crate::http_error::{ErrorCode, HttpError};
 use crate::ingest::sources::Visible;
 use crate::metrics::Metrics;
 use crate::server::guards::LogLimiter;
+pub(crate) use metadata::{metadata_routes, zero_metrics};
+pub(crate) use oauth::OAuth;
+pub(crate) use tokens::TokenStore;
+pub(crate) use tokens::TokensFile;
+
+/// How a caller proved who they are: the `method` label of the authentication metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Method {
+    /// No credential: an open server, or a request without one.
+    None,
+    Static,
+    OAuth,
+}
+
+impl Method {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::Static => "static",
+            Self::OAuth => "oauth",
+        }
+    }
+}
 
 /// Who is calling and what they may do; put in request extensions by [`authenticate`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Caller {
-    /// The token's name (never the token), or `anonymous` / `stdio`.
+    /// The token's name (never the token), the person an OAuth token names, or `anonymous` /
+    /// `stdio`.
     pub name: String,
+    method: Method,
     scopes: Vec<Scope>,
     /// The source the ingest API records for what this caller sends; `None` lets the caller
     /// name it (no tokens configured: a loopback-only or explicitly opened server).
@@ -43,6 +73,7 @@ impl Caller {
     fn unrestricted(name: &str) -> Self {
         Self {
             name: name.to_owned(),
+            method: Method::None,
             scopes: vec![Scope::Read, Scope::Ingest],
             ingest_source: None,
             read_sources: None,
@@ -76,55 +107,6 @@ impl Caller {
     }
 }
 
-/// One configured token.
-#[derive(Debug)]
-struct Token {
-    digest: [u8; 32],
-    caller: Caller,
-}
-
-/// The accepted bearer tokens, stored as SHA-256 digests so every comparison takes the same time.
-#[derive(Debug)]
-pub(crate) struct Tokens {
-    tokens: Vec<Token>,
-}
-
-impl Tokens {
-    pub(crate) fn new(tokens: &[TokenConfig]) -> Self {
-        Self {
-            tokens: tokens
-                .iter()
-                .map(|t| Token {
-                    digest: digest(t.token.trim()),
-                    caller: Caller {
-                        name: t.name.clone(),
-                        scopes: t.scopes.clone(),
-                        ingest_source: Some(t.ingest_source().to_owned()),
-                        read_sources: t.read_sources.as_deref().map(Arc::from),
-                    },
-                })
-                .collect(),
-        }
-    }
-
-    /// No tokens configured: the endpoint is open.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.tokens.is_empty()
-    }
-
-    /// The caller the presented token names, comparing against every token in constant time.
-    pub(crate) fn check(&self, presented: &str) -> Option<&Caller> {
-        let digest = digest(presented);
-        let mut found = None;
-        for token in &self.tokens {
-            if bool::from(digest.ct_eq(&token.digest)) {
-                found = Some(&token.caller);
-            }
-        }
-        found
-    }
-}
-
 /// The bearer token a request presents, if any.
 pub(crate) fn bearer(headers: &axum::http::HeaderMap) -> Option<&str> {
     headers
@@ -137,31 +119,60 @@ pub(crate) fn bearer(headers: &axum::http::HeaderMap) -> Option<&str> {
         .map(str::trim)
 }
 
-fn digest(token: &str) -> [u8; 32] {
-    Sha256::digest(token.as_bytes()).into()
-}
-
-/// What [`authenticate`] needs: the tokens, and the scopes the guarded routes accept (any one
-/// of them will do).
+/// What [`authenticate`] needs: the credentials accepted, and the scopes the guarded routes
+/// accept (any one of them will do).
 #[derive(Clone)]
 pub(crate) struct AuthState {
-    pub tokens: Arc<Tokens>,
+    pub tokens: Arc<TokenStore>,
+    pub oauth: Option<Arc<OAuth>>,
     pub metrics: Metrics,
     pub required: &'static [Scope],
 }
 
-/// Requires a configured bearer token with the route's scope (when any tokens are configured)
-/// and names the caller for logs, metrics, the query log and what it may read and write.
+impl AuthState {
+    /// Neither tokens nor OAuth are asked for: the endpoint is open.
+    fn is_open(&self) -> bool {
+        self.tokens.is_unused() && self.oauth.is_none()
+    }
+
+    /// The challenge of a 401 or 403: RFC 6750, with RFC 9728's `resource_metadata` and the
+    /// scope needed when OAuth is configured.
+    fn challenge(&self, error: Option<(&str, &str)>) -> String {
+        let mut parts = Vec::new();
+        if let Some((code, description)) = error {
+            parts.push(format!("error=\"{code}\""));
+            parts.push(format!("error_description=\"{description}\""));
+        }
+        match &self.oauth {
+            Some(oauth) => {
+                parts.push(format!("scope=\"{}\"", rules::scope_list(self.required)));
+                parts.push(format!("resource_metadata=\"{}\"", oauth.metadata_url));
+            }
+            None => parts.insert(0, r#"realm="moraine-mcp""#.to_owned()),
+        }
+        format!("Bearer {}", parts.join(", "))
+    }
+
+    fn unauthorized(&self, message: &str, error: Option<(&str, &str)>) -> Response {
+        HttpError::new(StatusCode::UNAUTHORIZED, ErrorCode::Unauthorized, message)
+            .with_header(header::WWW_AUTHENTICATE, &self.challenge(error))
+            .into_response()
+    }
+}
+
+/// Requires a credential with the route's scope (when any are configured) and names the
+/// caller for logs, metrics, the query log and what it may read and write. A valid static
+/// token is never answered 401, OAuth or not: hosts that send one keep working.
 pub(crate) async fn authenticate(
     State(state): State<AuthState>,
     mut request: Request,
     next: Next,
 ) -> Response {
-    if state.tokens.is_empty() {
+    if state.is_open() {
         // A laptop sending a token believes it writes to a team server that checks who
         // pushes: that this one takes anyone's pushes is told, not silently accepted.
         if state.required == [Scope::Ingest] && bearer(request.headers()).is_some() {
-            state.metrics.observe_auth("none", "no_tokens");
+            state.metrics.observe_auth(Method::None, "no_tokens");
             warn_open_server();
             return HttpError::new(
                 StatusCode::FORBIDDEN,
@@ -178,13 +189,25 @@ pub(crate) async fn authenticate(
         return next.run(request).await;
     }
     let Some(presented) = bearer(request.headers()) else {
-        state.metrics.observe_auth("none", "missing");
-        return unauthorized("missing bearer token", false);
+        state.metrics.observe_auth(Method::None, "missing");
+        return state.unauthorized("missing bearer token", None);
     };
-    let Some(caller) = state.tokens.check(presented) else {
-        state.metrics.observe_auth("none", "rejected");
-        tracing::info!("rejected a request with an unknown bearer token");
-        return unauthorized("unknown bearer token", true);
+    let caller = match state.tokens.current().check(presented) {
+        Some(caller) => caller.clone(),
+        None => match &state.oauth {
+            Some(oauth) => match oauth.caller(presented).await {
+                Ok(caller) => caller,
+                Err(refusal) => return refuse_oauth(&state, refusal),
+            },
+            None => {
+                state.metrics.observe_auth(Method::Static, "rejected");
+                tracing::info!("rejected a request with an unknown bearer token");
+                return state.unauthorized(
+                    "unknown bearer token",
+                    Some(("invalid_token", "the bearer token is not known")),
+                );
+            }
+        },
     };
     if !state.required.iter().any(|scope| caller.may(*scope)) {
         let scopes = state
@@ -193,15 +216,49 @@ pub(crate) async fn authenticate(
             .map(|scope| scope.as_str())
             .collect::<Vec<_>>()
             .join(" or ");
-        state.metrics.observe_auth(&caller.name, "forbidden");
-        tracing::info!(token = %caller.name, scope = %scopes, "refused a token without the scope");
-        return forbidden(format!("token {:?} lacks the {scopes} scope", caller.name))
+        state.metrics.observe_auth(caller.method, "forbidden");
+        tracing::info!(caller = %caller.name, method = caller.method.as_str(), scope = %scopes, "refused a caller without the scope");
+        let message = format!("{} lacks the {scopes} scope", describe(&caller));
+        let description = format!("the {scopes} scope is needed");
+        return forbidden(message)
+            .with_header(
+                header::WWW_AUTHENTICATE,
+                &state.challenge(Some(("insufficient_scope", &description))),
+            )
             .into_response();
     }
-    state.metrics.observe_auth(&caller.name, "accepted");
-    tracing::debug!(token = %caller.name, "authenticated");
-    request.extensions_mut().insert(caller.clone());
+    state.metrics.observe_auth(caller.method, "accepted");
+    tracing::debug!(caller = %caller.name, method = caller.method.as_str(), "authenticated");
+    request.extensions_mut().insert(caller);
     next.run(request).await
+}
+
+/// An OAuth access token that names no one: 401 with the reason (503 when the authorization
+/// server cannot be asked: the token may well be valid).
+fn refuse_oauth(state: &AuthState, refusal: oauth::Refusal) -> Response {
+    state.metrics.observe_auth(Method::OAuth, refusal.as_str());
+    tracing::info!(reason = refusal.as_str(), "refused a bearer token");
+    if refusal == oauth::Refusal::Unavailable {
+        return HttpError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::Unavailable,
+            refusal.description(),
+        )
+        .with_header(header::RETRY_AFTER, "5")
+        .into_response();
+    }
+    state.unauthorized(
+        refusal.description(),
+        Some(("invalid_token", refusal.description())),
+    )
+}
+
+/// How a refusal names the caller: a token by its name, a person as such.
+fn describe(caller: &Caller) -> String {
+    match caller.method {
+        Method::OAuth => format!("the access token of {:?}", caller.name),
+        _ => format!("token {:?}", caller.name),
+    }
 }
 
 /// Logs, at most once a minute, that pushes with tokens reach a server without any.
@@ -215,44 +272,7 @@ fn warn_open_server() {
     }
 }
 
-fn unauthorized(message: &str, invalid: bool) -> Response {
-    let challenge = if invalid {
-        r#"Bearer realm="moraine-mcp", error="invalid_token""#
-    } else {
-        r#"Bearer realm="moraine-mcp""#
-    };
-    HttpError::new(StatusCode::UNAUTHORIZED, ErrorCode::Unauthorized, message)
-        .with_header(header::WWW_AUTHENTICATE, challenge)
-        .into_response()
-}
-
 /// A known token that may not do what it asked.
 pub(crate) fn forbidden(message: impl Into<String>) -> HttpError {
     HttpError::new(StatusCode::FORBIDDEN, ErrorCode::Forbidden, message)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn test_check_names_the_caller_with_its_scopes_and_sources() {
-        let mut ingest = TokenConfig::reader("laptop", " 0123456789abcdef ");
-        ingest.scopes = vec![Scope::Ingest];
-        ingest.source = Some("alice".into());
-        let mut limited = TokenConfig::reader("ci", "fedcba9876543210");
-        limited.read_sources = Some(vec!["ci".into()]);
-        let tokens = Tokens::new(&[ingest, limited]);
-        let laptop = tokens.check("0123456789abcdef").unwrap();
-        assert_eq!(laptop.name, "laptop");
-        assert!(laptop.may(Scope::Ingest) && !laptop.may(Scope::Read));
-        assert_eq!(laptop.ingest_source.as_deref(), Some("alice"));
-        let ci = tokens.check("fedcba9876543210").unwrap();
-        assert!(ci.may(Scope::Read) && !ci.may(Scope::Ingest));
-        assert_eq!(ci.read_sources.as_deref(), Some(&["ci".to_owned()][..]));
-        assert_eq!(ci.ingest_source.as_deref(), Some("ci"));
-        assert!(tokens.check("0123456789abcdeF").is_none());
-        assert!(!tokens.is_empty());
-        assert!(Caller::anonymous().may(Scope::Ingest));
-    }
 }

@@ -159,6 +159,9 @@ enum Command {
         #[command(flatten)]
         store: Store,
     },
+    /// Add, rotate, revoke and list the static tokens of the tokens file (auth.tokens_file);
+    /// a running server reads the change within a second.
+    Tokens(crate::token_admin::TokensArgs),
     /// Ingest session logs: the given files and directories, or the configured sources.
     Ingest {
         /// Log files or directories; none means the configured sources (where every harness keeps its logs).
@@ -319,6 +322,10 @@ async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
             ..
         } => sources(&config, server, token, json).await,
         Command::Push(args) => crate::push::run(args, config).await,
+        Command::Tokens(args) => {
+            crate::token_admin::run(args, &config)?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Forget {
             demo,
             source,

@@ -15,10 +15,13 @@ use serde::{Deserialize, Serialize};
 use crate::vocab::Harness;
 
 mod env;
+mod oauth;
+
 pub use env::{
     COMMAND_VARIABLES, COMPOSE_VARIABLES, TEAM_TOKENS_VARIABLE, TOKEN_NAME, TOKEN_VARIABLE,
     notices as env_notices,
 };
+pub use oauth::{OAuthConfig, OAuthRule};
 
 /// Prefix of environment overrides; the rest is `<SECTION>__<KEY>`.
 pub const ENV_PREFIX: &str = "MORAINE_MCP_";
@@ -142,6 +145,21 @@ pub struct AuthConfig {
     /// Either way, token names show on `/metrics` only to such a token.
     #[serde(default)]
     pub protect_metrics: bool,
+    /// A file of more tokens (`[[tokens]]` tables), read again while the server runs when it
+    /// changes or on SIGHUP: `moraine-mcp tokens` adds, rotates and revokes them.
+    #[serde(default)]
+    pub tokens_file: String,
+    /// OAuth 2.1 access tokens from the team's authorization server, beside the static tokens.
+    #[serde(default)]
+    pub oauth: OAuthConfig,
+}
+
+impl AuthConfig {
+    /// Whether any credential is asked for: static tokens, a tokens file, or OAuth. Without
+    /// any, the endpoints are open (loopback, or explicitly opened).
+    pub fn is_configured(&self) -> bool {
+        !self.tokens.is_empty() || !self.tokens_file.is_empty() || self.oauth.is_enabled()
+    }
 }
 
 /// One accepted bearer token. Only `name` is ever logged or exported.
@@ -159,6 +177,10 @@ pub struct TokenConfig {
     /// The sources whose sessions the token may read; none means every source.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_sources: Option<Vec<String>>,
+    /// When the token stops being accepted (RFC 3339): the old token of a rotation stays
+    /// valid beside the new one until then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires: Option<String>,
 }
 
 impl TokenConfig {
@@ -170,7 +192,21 @@ impl TokenConfig {
             scopes: read_only(),
             source: None,
             read_sources: None,
+            expires: None,
         }
+    }
+
+    /// When the token stops being accepted, if it ever does.
+    pub fn expiry(&self) -> Result<Option<time::OffsetDateTime>, String> {
+        self.expires
+            .as_deref()
+            .map(|at| {
+                time::OffsetDateTime::parse(at, &time::format_description::well_known::Rfc3339)
+                    .map_err(|e| {
+                        format!("token {:?}: expires {at:?} is not RFC 3339: {e}", self.name)
+                    })
+            })
+            .transpose()
     }
 
     /// The source the token ingests as.
@@ -213,6 +249,7 @@ impl std::fmt::Debug for TokenConfig {
             .field("scopes", &self.scopes)
             .field("source", &self.source)
             .field("read_sources", &self.read_sources)
+            .field("expires", &self.expires)
             .finish()
     }
 }
@@ -584,6 +621,7 @@ impl Settings {
         self.server.validate()?;
         self.auth.validate()?;
         self.check_exposure()?;
+        self.check_resource()?;
         self.clickhouse.validate()?;
         self.tools.validate()?;
         self.check_deadlines()?;
@@ -601,7 +639,7 @@ impl Settings {
     /// explicitly opened.
     fn check_exposure(&self) -> Result<(), ConfigError> {
         if !self.server.is_team_server()
-            || !self.auth.tokens.is_empty()
+            || self.auth.is_configured()
             || self.server.allow_unauthenticated
         {
             return Ok(());
@@ -625,6 +663,22 @@ impl Settings {
                  auth.tokens, or set server.allow_unauthenticated = true to serve openly"
             ),
         ))
+    }
+
+    /// OAuth tokens are minted for the URL agents are given: it must be known, not guessed
+    /// from the listener.
+    fn check_resource(&self) -> Result<(), ConfigError> {
+        if self.auth.oauth.is_enabled()
+            && self.auth.oauth.resource.is_empty()
+            && self.server.public_url.is_empty()
+        {
+            return Err(ConfigError::invalid(
+                "auth.oauth.resource",
+                "OAuth needs the URL agents are given: set server.public_url (or \
+                 auth.oauth.resource, the MCP endpoint's full URL)",
+            ));
+        }
+        Ok(())
     }
 
     /// The HTTP timeout must outlast every inner deadline, or a slow call would be cut off with
@@ -750,62 +804,66 @@ pub const MIN_TOKEN_CHARS: usize = 16;
 
 impl AuthConfig {
     fn validate(&self) -> Result<(), ConfigError> {
-        let mut names = std::collections::HashSet::new();
-        let mut secrets = std::collections::HashSet::new();
-        for token in &self.tokens {
-            if token.name.trim().is_empty() {
-                return Err(ConfigError::invalid(
-                    "auth.tokens",
-                    "every token needs a name",
+        validate_tokens(&self.tokens)
+            .map_err(|message| ConfigError::invalid("auth.tokens", message))?;
+        if self.tokens_file.trim() != self.tokens_file {
+            return Err(ConfigError::invalid(
+                "auth.tokens_file",
+                "must be a path without surrounding whitespace",
+            ));
+        }
+        self.oauth.validate()
+    }
+}
+
+/// Checks a list of tokens (the configuration's, or a tokens file's): named, long enough,
+/// distinct, scoped, with valid source names and expiry. A name appears twice only during a
+/// rotation, where every entry but one carries `expires`.
+pub fn validate_tokens(tokens: &[TokenConfig]) -> Result<(), String> {
+    let mut lasting = std::collections::HashSet::new();
+    let mut secrets = std::collections::HashSet::new();
+    for token in tokens {
+        if token.name.trim().is_empty() {
+            return Err("every token needs a name".to_owned());
+        }
+        let expiry = token.expiry()?;
+        if expiry.is_none() && !lasting.insert(token.name.as_str()) {
+            return Err(format!(
+                "token name {:?} is used twice (a rotated-out token carries `expires`)",
+                token.name
+            ));
+        }
+        // Presented tokens are trimmed, so whitespace adds nothing to a token's strength.
+        if token.token.trim().chars().count() < MIN_TOKEN_CHARS {
+            return Err(format!(
+                "token {:?} is shorter than {MIN_TOKEN_CHARS} characters",
+                token.name
+            ));
+        }
+        if !secrets.insert(token.token.trim()) {
+            return Err(format!(
+                "token {:?} has the same value as another token; every token must be distinct",
+                token.name
+            ));
+        }
+        if token.scopes.is_empty() {
+            return Err(format!(
+                "token {:?} has no scopes (read, ingest)",
+                token.name
+            ));
+        }
+        let names = std::iter::once(token.ingest_source())
+            .chain(token.read_sources.iter().flatten().map(String::as_str));
+        for name in names {
+            if !is_source_name(name) {
+                return Err(format!(
+                    "token {:?}: {name:?} is not a source name (1-128 characters, not blank)",
+                    token.name
                 ));
-            }
-            if !names.insert(token.name.as_str()) {
-                return Err(ConfigError::invalid(
-                    "auth.tokens",
-                    format!("token name {:?} is used twice", token.name),
-                ));
-            }
-            // Presented tokens are trimmed, so whitespace adds nothing to a token's strength.
-            if token.token.trim().chars().count() < MIN_TOKEN_CHARS {
-                return Err(ConfigError::invalid(
-                    "auth.tokens",
-                    format!(
-                        "token {:?} is shorter than {MIN_TOKEN_CHARS} characters",
-                        token.name
-                    ),
-                ));
-            }
-            if !secrets.insert(token.token.trim()) {
-                return Err(ConfigError::invalid(
-                    "auth.tokens",
-                    format!(
-                        "token {:?} has the same value as another token; every token must be distinct",
-                        token.name
-                    ),
-                ));
-            }
-            if token.scopes.is_empty() {
-                return Err(ConfigError::invalid(
-                    "auth.tokens",
-                    format!("token {:?} has no scopes (read, ingest)", token.name),
-                ));
-            }
-            let names = std::iter::once(token.ingest_source())
-                .chain(token.read_sources.iter().flatten().map(String::as_str));
-            for name in names {
-                if !is_source_name(name) {
-                    return Err(ConfigError::invalid(
-                        "auth.tokens",
-                        format!(
-                            "token {:?}: {name:?} is not a source name (1-128 characters, not blank)",
-                            token.name
-                        ),
-                    ));
-                }
             }
         }
-        Ok(())
     }
+    Ok(())
 }
 
 /// Whether `name` is made of letters, digits and `_` only: what may be spliced into SQL as a

@@ -185,8 +185,8 @@ impl Metrics {
         );
         let auth = counter(
             "auth_requests_total",
-            "MCP endpoint authentication by token name and result",
-            &["token", "result"],
+            "Authentication of protected routes by method (none, static, oauth) and outcome",
+            &["method", "outcome"],
         );
         let query_log_dropped = counter(
             "query_log_failures_total",
@@ -411,12 +411,12 @@ impl Metrics {
         }
     }
 
-    /// Exports at 0 the authentication results of each configured token name.
-    pub fn zero_tokens(&self, names: &[&str], results: &[&str]) {
-        for name in names {
-            for result in results {
-                self.inner.auth.with_label_values(&[name, result]);
-            }
+    /// Exports at 0 the authentication `outcomes` of `method`.
+    pub(crate) fn zero_auth(&self, method: crate::auth::Method, outcomes: &[&str]) {
+        for outcome in outcomes {
+            self.inner
+                .auth
+                .with_label_values(&[method.as_str(), outcome]);
         }
     }
 
@@ -528,10 +528,11 @@ impl Metrics {
             .observe(seconds);
     }
 
-    pub fn observe_auth(&self, token_name: &str, result: &str) {
+    /// One authentication: by method and outcome only, never by who (bounded labels).
+    pub(crate) fn observe_auth(&self, method: crate::auth::Method, outcome: &str) {
         self.inner
             .auth
-            .with_label_values(&[token_name, result])
+            .with_label_values(&[method.as_str(), outcome])
             .inc();
     }
 

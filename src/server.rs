@@ -31,7 +31,7 @@ use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
 
-use crate::auth::{self, AuthState, Tokens};
+use crate::auth::{self, AuthState, OAuth, TokenStore};
 use crate::config::{Config, Scope};
 use crate::db::{Db, DbError};
 use crate::ingest::push::PushIngest;
@@ -44,10 +44,8 @@ pub(crate) use connections::{ConnectionLimits, serve};
 #[derive(Clone)]
 struct AppState {
     db: Db,
-    tokens: Arc<Tokens>,
-    /// Configured token names, in order: shown on `/metrics` only to a `metrics` token.
-    /// Each token's name, and whether its ingest source is that name (none was given).
-    token_names: Arc<[(String, bool)]>,
+    /// The static tokens: their names show on `/metrics` only to a `metrics` token.
+    tokens: Arc<TokenStore>,
     health_timeout: Duration,
     /// Whether the last health probe failed, so only changes are logged as warnings.
     unhealthy: Arc<AtomicBool>,
@@ -58,21 +56,21 @@ pub(crate) fn router(
     config: &Arc<Config>,
     db: Db,
     tools: Arc<Tools>,
+    tokens: Arc<TokenStore>,
     addr: SocketAddr,
     shutdown: &CancellationToken,
 ) -> Router {
     let server = &config.server;
     let metrics = db.metrics().clone();
-    let tokens = Arc::new(Tokens::new(&config.auth.tokens));
-    if !config.auth.tokens.is_empty() {
-        let names: Vec<&str> = config.auth.tokens.iter().map(|t| t.name.as_str()).collect();
-        metrics.zero_tokens(&names, &["accepted", "forbidden"]);
-        metrics.zero_tokens(&["none"], &["missing", "rejected"]);
+    let oauth = OAuth::new(config).map(Arc::new);
+    if config.auth.is_configured() {
+        auth::zero_metrics(&metrics, !tokens.is_unused(), oauth.is_some());
     }
     let guard = |required: &'static [Scope]| {
         middleware::from_fn_with_state(
             AuthState {
                 tokens: tokens.clone(),
+                oauth: oauth.clone(),
                 metrics: metrics.clone(),
                 required,
             },
@@ -93,12 +91,6 @@ pub(crate) fn router(
     let state = AppState {
         db,
         tokens: tokens.clone(),
-        token_names: config
-            .auth
-            .tokens
-            .iter()
-            .map(|t| (t.name.clone(), t.source.is_none()))
-            .collect(),
         health_timeout: Duration::from_millis(config.clickhouse.health_timeout_ms),
         unhealthy: Arc::new(AtomicBool::new(false)),
     };
@@ -110,12 +102,16 @@ pub(crate) fn router(
     let mcp = mcp_routes(config, tools, addr, shutdown)
         .layer(middleware::from_fn(rpc::check_tool_calls))
         .layer(guard(&[Scope::Read]));
+    let metadata = oauth.as_ref().map_or_else(Router::new, |oauth| {
+        auth::metadata_routes(oauth, &server.mcp_path)
+    });
     Router::new()
         .route("/healthz", get(healthz_get))
         .route("/metrics", metrics_route)
         .merge(mcp)
         .with_state(state)
         .merge(ingest)
+        .merge(metadata)
         .fallback({
             let mcp_path: Arc<str> = Arc::from(server.mcp_path.as_str());
             move |uri: axum::http::Uri| not_found(mcp_path.clone(), uri)
@@ -301,11 +297,12 @@ async fn healthz_get(State(state): State<AppState>) -> Response {
 async fn metrics_get(State(state): State<AppState>, headers: axum::http::HeaderMap) -> Response {
     state.db.export_pool_status();
     let mut text = state.db.metrics().render();
+    let tokens = state.tokens.current();
     let named = auth::bearer(&headers)
-        .and_then(|presented| state.tokens.check(presented))
+        .and_then(|presented| tokens.check(presented))
         .is_some_and(|caller| caller.may(Scope::Metrics));
     if !named {
-        text = without_token_names(text, &state.token_names);
+        text = without_token_names(text, &state.tokens.names());
     }
     ([(header::CONTENT_TYPE, prometheus::TEXT_FORMAT)], text).into_response()
 }

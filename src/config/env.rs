@@ -38,7 +38,11 @@ pub const COMPOSE_VARIABLES: &[&str] = &[
 ];
 
 /// Settings whose values are secrets.
-const SECRET_SETTINGS: &[&str] = &["auth.tokens", "clickhouse.password"];
+const SECRET_SETTINGS: &[&str] = &[
+    "auth.tokens",
+    "auth.oauth.introspection_client_secret",
+    "clickhouse.password",
+];
 
 /// Refuses a variable of the family that is neither a setting nor one a command reads (a typo
 /// must not leave a server silently open, or silently without its tokens).

@@ -7,9 +7,6 @@ use anyhow::{Context as _, anyhow};
 use axum::http::Method;
 use bytes::Bytes;
 use http_body_util::{BodyExt as _, Full};
-use hyper_util::client::legacy::Client as HttpClient;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
 
 use crate::ingest::push::Append;
 use crate::ingest::push::batch;
@@ -63,7 +60,7 @@ pub(crate) struct Refused {
 
 /// A client of one server's ingest API.
 pub struct Client {
-    http: HttpClient<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>,
+    http: crate::http_client::Https,
     base: String,
     token: Option<String>,
     /// The source to write as, for a server without tokens.
@@ -91,18 +88,8 @@ impl Client {
             );
             base = stripped.to_owned();
         }
-        let mut connector = HttpConnector::new();
-        connector.set_connect_timeout(Some(CONNECT_TIMEOUT));
-        connector.set_nodelay(true);
-        connector.enforce_http(false);
-        // The system's certificates (for a company CA), else the bundled Mozilla roots.
-        let tls = match hyper_rustls::HttpsConnectorBuilder::new().with_native_roots() {
-            Ok(builder) => builder,
-            Err(_) => hyper_rustls::HttpsConnectorBuilder::new().with_webpki_roots(),
-        };
-        let https = tls.https_or_http().enable_http1().wrap_connector(connector);
         Ok(Self {
-            http: HttpClient::builder(TokioExecutor::new()).build(https),
+            http: crate::http_client::https(CONNECT_TIMEOUT),
             base,
             token: token.map(str::to_owned),
             source: source.map(str::to_owned),

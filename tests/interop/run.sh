@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Interoperability checks against a live moraine-mcp: tests/smoke.sh (curl), the official
 # TypeScript clients (SDK v1 and client v2 in every negotiation mode), the Python SDK (every
-# mode), and the MCP conformance suite with conformance-expected-failures.yml.
+# mode), the MCP conformance suite with conformance-expected-failures.yml, and OAuth 2.1 end to
+# end (oauth-flow.mjs: the SDK's OAuth client against a real authorization server, rights by
+# group, and attacks).
 #
 #   tests/interop/run.sh            (after `cargo build`; uses target/debug/moraine-mcp)
 #
@@ -11,6 +13,9 @@
 #   A  `moraine-mcp up`: embedded ClickHouse, stateless JSON, bearer token; being a team server
 #      (it has a token) it loads no demo, so the demo sessions in deploy/demo are ingested into it
 #   S  `moraine-mcp serve` on A's ClickHouse, stateful (2025-11-25 sessions + SSE), no token
+#   O  `moraine-mcp serve` on A's ClickHouse, stateless, an OAuth resource server ($WORK/oauth.toml)
+#      trusting the authorization server (oidc-provider, oauth-provider.mjs) on port P, which
+#      oauth-flow.mjs starts and restarts itself; also two static tokens (read; read + metrics)
 # and always stops them again. The embedded engine's Python environment is kept in
 # target/interop/data (the first run downloads about 200 MB); its database is recreated per run.
 #
@@ -130,10 +135,15 @@ start_server() {
   echo "$name ready at http://127.0.0.1:$port/mcp (pid $pid, log $log)"
 }
 
-read -r ENGINE_PORT A_PORT S_PORT < <(free_ports 3)
-TOKEN=$(python3 -c 'import secrets; print("interop-" + secrets.token_hex(16))')
+read -r ENGINE_PORT A_PORT S_PORT O_PORT P_PORT < <(free_ports 5)
+secret() { python3 -c 'import secrets, sys; print(sys.argv[1] + secrets.token_hex(16))' "$1"; }
+TOKEN=$(secret interop-)
+OAUTH_STATIC_TOKEN=$(secret interop-reader-)
+OAUTH_METRICS_TOKEN=$(secret interop-ops-)
+OAUTH_INTROSPECTION_SECRET=$(secret interop-introspection-)
 A="http://127.0.0.1:$A_PORT"
 S="http://127.0.0.1:$S_PORT"
+O="http://127.0.0.1:$O_PORT"
 DATA="$WORK/data"
 rm -rf "$DATA/db" # fresh database; the engine's venv under $DATA/engine is kept
 # The engine environment the integration tests installed, rather than a second copy.
@@ -152,6 +162,46 @@ start_server A 600 "$A_PORT" env MORAINE_MCP_INGEST__SOURCES='[]' MORAINE_MCP_SE
 "$BIN" ingest --no-progress --clickhouse-url "http://127.0.0.1:$ENGINE_PORT" "$ROOT"/deploy/demo/*/
 start_server S 60 "$S_PORT" env MORAINE_MCP_SERVER__STATEFUL=true MORAINE_MCP_AUTH__TOKENS='[]' \
   "$BIN" serve --require-clickhouse --clickhouse-url "http://127.0.0.1:$ENGINE_PORT" --listen "127.0.0.1:$S_PORT"
+# O: the OAuth resource server. The team-a group reads claude sessions only; the authorization
+# server on P is not up yet (the server reads its discovery document on the first token).
+cat >"$WORK/oauth.toml" <<TOML
+[server]
+listen = "127.0.0.1:$O_PORT"
+public_url = "$O"
+stateful = false
+
+[auth]
+protect_metrics = false
+tokens = [
+  { name = "static-reader", token = "$OAUTH_STATIC_TOKEN", scopes = ["read"] },
+  { name = "ops", token = "$OAUTH_METRICS_TOKEN", scopes = ["read", "metrics"] },
+]
+
+[auth.oauth]
+issuer = "http://127.0.0.1:$P_PORT"
+jwks_cache_secs = 2
+jwks_refresh_cooldown_secs = 1
+introspection_client_id = "moraine-mcp"
+introspection_client_secret = "$OAUTH_INTROSPECTION_SECRET"
+name_claim = "email"
+
+[[auth.oauth.rules]]
+claim = "scope"
+value = "read"
+scopes = ["read"]
+
+[[auth.oauth.rules]]
+claim = "scope"
+value = "ingest"
+scopes = ["ingest"]
+
+[[auth.oauth.rules]]
+claim = "groups"
+value = "team-a"
+read_sources = ["claude"]
+TOML
+start_server O 60 "$O_PORT" "$BIN" serve -c "$WORK/oauth.toml" --require-clickhouse \
+  --clickhouse-url "http://127.0.0.1:$ENGINE_PORT" --listen "127.0.0.1:$O_PORT"
 
 # --- checks ----------------------------------------------------------------------------------
 RESULTS=()
@@ -189,6 +239,10 @@ done
 for mode in legacy auto 2026-07-28; do
   check "py $mode: stateful" env MCP_TOKEN= "$PY" "$HERE/py-client.py" "$S/mcp" "$mode" --session yes
 done
+
+check "oauth: SDK OAuth client, rights by group, challenges, attacks, introspection, key rotation" \
+  env OAUTH_INTROSPECTION_SECRET="$OAUTH_INTROSPECTION_SECRET" \
+  "$NODE" "$HERE/oauth-flow.mjs" "$O/mcp" "$P_PORT" "$OAUTH_STATIC_TOKEN" "$OAUTH_METRICS_TOKEN"
 
 CONF_OUT="$WORK/conformance"
 rm -rf "$CONF_OUT"
