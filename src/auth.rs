@@ -172,7 +172,9 @@ pub(crate) async fn authenticate(
         // A laptop sending a token believes it writes to a team server that checks who
         // pushes: that this one takes anyone's pushes is told, not silently accepted.
         if state.required == [Scope::Ingest] && bearer(request.headers()).is_some() {
-            state.metrics.observe_auth(Method::None, "no_tokens");
+            state
+                .metrics
+                .observe_auth(Method::None.as_str(), "no_tokens");
             warn_open_server();
             return HttpError::new(
                 StatusCode::FORBIDDEN,
@@ -189,7 +191,7 @@ pub(crate) async fn authenticate(
         return next.run(request).await;
     }
     let Some(presented) = bearer(request.headers()) else {
-        state.metrics.observe_auth(Method::None, "missing");
+        state.metrics.observe_auth(Method::None.as_str(), "missing");
         return state.unauthorized("missing bearer token", None);
     };
     let caller = match state.tokens.current().check(presented) {
@@ -200,7 +202,9 @@ pub(crate) async fn authenticate(
                 Err(refusal) => return refuse_oauth(&state, refusal),
             },
             None => {
-                state.metrics.observe_auth(Method::Static, "rejected");
+                state
+                    .metrics
+                    .observe_auth(Method::Static.as_str(), "rejected");
                 tracing::info!("rejected a request with an unknown bearer token");
                 return state.unauthorized(
                     "unknown bearer token",
@@ -216,7 +220,9 @@ pub(crate) async fn authenticate(
             .map(|scope| scope.as_str())
             .collect::<Vec<_>>()
             .join(" or ");
-        state.metrics.observe_auth(caller.method, "forbidden");
+        state
+            .metrics
+            .observe_auth(caller.method.as_str(), "forbidden");
         tracing::info!(caller = %caller.name, method = caller.method.as_str(), scope = %scopes, "refused a caller without the scope");
         let message = format!("{} lacks the {scopes} scope", describe(&caller));
         let description = format!("the {scopes} scope is needed");
@@ -227,7 +233,9 @@ pub(crate) async fn authenticate(
             )
             .into_response();
     }
-    state.metrics.observe_auth(caller.method, "accepted");
+    state
+        .metrics
+        .observe_auth(caller.method.as_str(), "accepted");
     tracing::debug!(caller = %caller.name, method = caller.method.as_str(), "authenticated");
     request.extensions_mut().insert(caller);
     next.run(request).await
@@ -236,7 +244,9 @@ pub(crate) async fn authenticate(
 /// An OAuth access token that names no one: 401 with the reason (503 when the authorization
 /// server cannot be asked: the token may well be valid).
 fn refuse_oauth(state: &AuthState, refusal: oauth::Refusal) -> Response {
-    state.metrics.observe_auth(Method::OAuth, refusal.as_str());
+    state
+        .metrics
+        .observe_auth(Method::OAuth.as_str(), refusal.as_str());
     tracing::info!(reason = refusal.as_str(), "refused a bearer token");
     if refusal == oauth::Refusal::Unavailable {
         return HttpError::new(

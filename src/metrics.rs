@@ -412,11 +412,9 @@ impl Metrics {
     }
 
     /// Exports at 0 the authentication `outcomes` of `method`.
-    pub(crate) fn zero_auth(&self, method: crate::auth::Method, outcomes: &[&str]) {
+    pub(crate) fn zero_auth(&self, method: &str, outcomes: &[&str]) {
         for outcome in outcomes {
-            self.inner
-                .auth
-                .with_label_values(&[method.as_str(), outcome]);
+            self.inner.auth.with_label_values(&[method, outcome]);
         }
     }
 
@@ -529,11 +527,8 @@ impl Metrics {
     }
 
     /// One authentication: by method and outcome only, never by who (bounded labels).
-    pub(crate) fn observe_auth(&self, method: crate::auth::Method, outcome: &str) {
-        self.inner
-            .auth
-            .with_label_values(&[method.as_str(), outcome])
-            .inc();
+    pub(crate) fn observe_auth(&self, method: &str, outcome: &str) {
+        self.inner.auth.with_label_values(&[method, outcome]).inc();
     }
 
     pub fn query_log_failure(&self, reason: &str, rows: u64) {

@@ -55,12 +55,15 @@ pub(crate) fn metadata_routes<S: Clone + Send + Sync + 'static>(
 /// Exports at 0 every authentication outcome a server can count, so a rate shows from the
 /// first scrape.
 pub(crate) fn zero_metrics(metrics: &Metrics, static_tokens: bool, oauth: bool) {
-    metrics.zero_auth(Method::None, &["missing"]);
+    metrics.zero_auth(Method::None.as_str(), &["missing"]);
     if static_tokens {
-        metrics.zero_auth(Method::Static, &["accepted", "forbidden", "rejected"]);
+        metrics.zero_auth(
+            Method::Static.as_str(),
+            &["accepted", "forbidden", "rejected"],
+        );
     }
     if oauth {
-        metrics.zero_auth(Method::OAuth, &["accepted", "forbidden"]);
-        metrics.zero_auth(Method::OAuth, &Refusal::ALL.map(Refusal::as_str));
+        metrics.zero_auth(Method::OAuth.as_str(), &["accepted", "forbidden"]);
+        metrics.zero_auth(Method::OAuth.as_str(), &Refusal::ALL.map(Refusal::as_str));
     }
 }

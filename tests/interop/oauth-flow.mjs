@@ -11,15 +11,16 @@
 //
 // Checks, one line each: the 401 challenge and protected resource metadata (RFC 9728); static
 // tokens still work; the official TS SDK's OAuth client (discovery, dynamic registration, PKCE
-// S256, resource indicator) signs alice in and searches/opens; alice (team-a) only ever sees
-// claude sessions (search, list pages and cursors, open, within_id), bob (admins) sees all;
-// a token without `read` gets 403 insufficient_scope; forged, expired, misdirected and mangled
-// tokens get 401 invalid_token; opaque tokens are introspected; signing keys rotate (new kid
+// S256, resource indicator) signs alice in, searches and opens, and refreshes its token; alice
+// (team-a) only ever sees claude sessions (search, list pages and cursors, open, within_id), bob
+// (admins) sees all; a token without `read` gets 403 insufficient_scope; forged, expired,
+// misdirected and mangled tokens get 401 invalid_token; the token is read from the
+// Authorization header only; opaque tokens are introspected; signing keys rotate (new kid
 // fetched, retired kid refused once the JWKS cache expires); /metrics counts OAuth outcomes and
 // names nobody. Exits 1 at the first failed check, 2 on usage errors.
 
 import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
-import { SignJWT, decodeJwt, decodeProtectedHeader, exportJWK, exportSPKI, importJWK } from 'jose';
+import { SignJWT, decodeJwt, decodeProtectedHeader, exportSPKI, importJWK } from 'jose';
 import { loginAndGetCode, startProvider } from './oauth-provider.mjs';
 
 const [mcpArg, portArg, staticToken, metricsToken] = process.argv.slice(2);
@@ -524,7 +525,7 @@ async function main() {
       check(within.isError && JSON.stringify(within) === JSON.stringify(withinMissing), `within_id ${kind}: ${show(within)} vs ${show(withinMissing)}`);
     }
   }
-  ok(`session, turn and event of ${otherHit.session.source}/${otherSession.session.source}: same not_found as missing IDs`);
+  ok(`a ${otherSession.session.source} session, a ${otherHit.session.source} turn and event: the same refusal as missing IDs`);
 
   step = 'missing scope: 403 insufficient_scope';
   const ingestOnly = await getToken('alice', { scope: 'ingest' });
@@ -544,6 +545,7 @@ async function main() {
   const base = { ...aliceClaims, iat: now - 60, exp: now + 3600 };
   const control = await mint(base);
   await toolOk(control, 'search_sessions', { query: 'the', n_hits: 1 });
+  await toolOk(await mint({ ...base, aud: [OTHER_RESOURCE, MCP] }), 'search_sessions', { query: 'the', n_hits: 1 });
   const rogue = await importJWK(rsaKey('k9'), 'RS256');
   const spki = Buffer.from(await exportSPKI(await importJWK(publicJwk(K1), 'RS256')));
   const [h64, p64, s64] = alice.split('.');
@@ -557,6 +559,7 @@ async function main() {
     ['wrong issuer', await mint({ ...base, iss: 'http://127.0.0.1:1' })],
     ['wrong audience (minted)', await mint({ ...base, aud: OTHER_RESOURCE })],
     ['wrong audience (real token)', realOther],
+    ['audience with a trailing slash', await mint({ ...base, aud: `${MCP}/` })],
     ['audience missing', await mint((({ aud, ...rest }) => rest)(base))],
     ['unknown kid', await mint(base, rogue, { ...header, kid: 'k9' })],
     ['kid k1, other key', await mint(base, rogue)],
@@ -569,6 +572,21 @@ async function main() {
   ];
   for (const [what, token] of attacks) await expectInvalid(token, what);
   ok(`${attacks.length} refused: ${attacks.map(([w]) => w).join('; ')}`);
+
+  step = 'bearer methods: the header only';
+  const call = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'search_sessions', arguments: { query: 'the', n_hits: 1 } } });
+  const plain = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': PROTOCOL };
+  const lower = await fetch(MCP, { method: 'POST', headers: { ...plain, authorization: `bearer ${control}` }, body: call });
+  const lowerText = await lower.text();
+  check(lower.status === 200, `"bearer" in lower case answered ${lower.status}: ${show(lowerText)}`);
+  const inQuery = await fetch(`${MCP}?access_token=${encodeURIComponent(control)}`, { method: 'POST', headers: plain, body: call });
+  check(inQuery.status === 401, `a token in the query string answered ${inQuery.status}`);
+  check(challenge(inQuery.headers.get('www-authenticate')).error === undefined, `a token in the query string was read: ${inQuery.headers.get('www-authenticate')}`);
+  await inQuery.body?.cancel();
+  const inBody = await fetch(MCP, { method: 'POST', headers: { ...plain, 'content-type': 'application/x-www-form-urlencoded' }, body: `access_token=${encodeURIComponent(control)}` });
+  check(inBody.status === 401, `a token in a form body answered ${inBody.status}`);
+  await inBody.body?.cancel();
+  ok('case-insensitive scheme; access_token in the query or a form body is not read');
 
   step = 'opaque token: introspection';
   const opaque = await getToken('alice', { clientName: 'opaque-connector' });
