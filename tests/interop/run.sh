@@ -244,6 +244,24 @@ check "oauth: SDK OAuth client, rights by group, challenges, attacks, introspect
   env OAUTH_INTROSPECTION_SECRET="$OAUTH_INTROSPECTION_SECRET" \
   "$NODE" "$HERE/oauth-flow.mjs" "$O/mcp" "$P_PORT" "$OAUTH_STATIC_TOKEN" "$OAUTH_METRICS_TOKEN"
 
+# shellcheck disable=SC2329 # invoked through check
+person_named() { # the person an access token names: in the search log and the server's log
+  local n=0 count=0
+  while [ "$n" -lt 50 ]; do # the search log is written about once a second
+    count=$(curl -sfG "http://127.0.0.1:$ENGINE_PORT/" --data-urlencode "param_who=alice@example.com" \
+      --data-urlencode "query=SELECT count() FROM moraine.search_query_log WHERE client = {who:String}" || echo 0)
+    [ "${count:-0}" -gt 0 ] && break
+    n=$((n + 1))
+    sleep 0.2
+  done
+  [ "${count:-0}" -gt 0 ] || { echo "no search of alice@example.com in the search log" >&2; return 1; }
+  echo "search log: $count searches by alice@example.com"
+  grep -q 'caller=alice@example.com method="oauth"' "$WORK/logs/O.log" ||
+    { echo "the server log does not name alice@example.com" >&2; return 1; }
+  echo "server log: names alice@example.com (method oauth)"
+}
+check "oauth: the person is named in the search log and the server log" person_named
+
 CONF_OUT="$WORK/conformance"
 rm -rf "$CONF_OUT"
 mkdir -p "$CONF_OUT"
