@@ -4,6 +4,10 @@
 #                              plus the settings moraine-mcp reads from it (TOML in env values).
 #      deploy/cluster/         the cluster compose file: `docker compose config`, and the same
 #                              2x2 cluster and 3 Keeper nodes in compose, cluster.xml, keeper.xml.
+#      deploy/compose.https.yml the HTTPS override (Caddy in front): `docker compose config` of
+#                              both files with dummy values; moraine-mcp publishes no port, Caddy
+#                              publishes 443 with deploy/caddy/Caddyfile; its OAuth variables
+#                              are settings of config/moraine-mcp.toml.
 #      Dockerfile              every file the crate compiles in (include_str!) is copied and not
 #                              excluded by .dockerignore; pinned bases, non-root user, HEALTHCHECK.
 #                              (The image itself is not built here: that needs a Docker engine.)
@@ -14,7 +18,7 @@
 #                              exist (`up --help` of a built target/ binary, when there is one);
 #                              `systemd-analyze verify` when available.
 #   2. openapi/openapi.yaml    Redocly CLI lint (recommended-strict), and its paths against the
-#                              routes in src/server.rs.
+#                              routes in src/server.rs, src/server/ and src/auth/metadata.rs.
 #   3. deploy/prometheus/      structure, PromQL syntax, metric names and bucket edges against
 #                              src/metrics.rs; `promtool check config|rules` and rule unit tests.
 #   4. deploy/grafana/         dashboard JSON structure, PromQL, metric names; provisioning files.
@@ -251,6 +255,78 @@ PYTHON
     echo "ok: 2 shards x 2 replicas and 3 Keeper nodes, named alike in compose, cluster.xml and keeper.xml"
 }
 
+# deploy/compose.https.yml over docker-compose.yml: Caddy terminates TLS in front of moraine-mcp
+# (docs/authorization.md). Valid with dummy values, refused without the public URL, and shaped
+# as the docs say.
+check_compose_https() {
+    step "deploy/compose.https.yml: docker compose config (with docker-compose.yml)"
+    local files=(-f docker-compose.yml -f deploy/compose.https.yml)
+    local https_env=("${DUMMY_ENV[@]}"
+        MORAINE_MCP_SERVER__PUBLIC_URL=https://moraine.example.com
+        MORAINE_MCP_AUTH__OAUTH__ISSUER=https://idp.example.com/realms/check)
+    compose "${https_env[@]}" "${COMPOSE[@]}" "${files[@]}" config -q ||
+        fail "docker compose config rejected docker-compose.yml with deploy/compose.https.yml"
+    compose "${https_env[@]}" "${COMPOSE[@]}" "${files[@]}" config --format json >"$WORK/compose-https.json" ||
+        fail "docker compose config --format json failed for deploy/compose.https.yml"
+    local out
+    if out=$(compose "${DUMMY_ENV[@]}" "${COMPOSE[@]}" "${files[@]}" config -q 2>&1); then
+        fail "deploy/compose.https.yml is valid without MORAINE_MCP_SERVER__PUBLIC_URL; it must be required"
+    fi
+    grep -q MORAINE_MCP_SERVER__PUBLIC_URL <<<"$out" ||
+        fail "docker compose config without MORAINE_MCP_SERVER__PUBLIC_URL failed, but not because of it: $out"
+    "${PYTHON:-python3}" - "$ROOT" "$WORK/compose-https.json" <<'PYTHON' || fail "deploy/compose.https.yml is not what docs/authorization.md describes (above)"
+import json, sys, tomllib
+from pathlib import Path
+
+root, services = Path(sys.argv[1]), json.loads(Path(sys.argv[2]).read_text())["services"]
+config = tomllib.loads((root / "config/moraine-mcp.toml").read_text())
+problems = []
+mcp, caddy = services.get("moraine-mcp", {}), services.get("caddy")
+if mcp.get("ports"):
+    problems.append(f"moraine-mcp still publishes {mcp['ports']}: only Caddy may be reachable from outside")
+env = mcp.get("environment", {})
+if env.get("MORAINE_MCP_SERVER__PUBLIC_URL") != "https://moraine.example.com":
+    problems.append("moraine-mcp does not get MORAINE_MCP_SERVER__PUBLIC_URL")
+if env.get("MORAINE_MCP_AUTH__OAUTH__ISSUER") != "https://idp.example.com/realms/check":
+    problems.append("moraine-mcp does not get MORAINE_MCP_AUTH__OAUTH__ISSUER")
+for key, value in env.items():
+    if not key.startswith("MORAINE_MCP_") or "__" not in key:
+        continue
+    node = config
+    for part in key[len("MORAINE_MCP_"):].lower().split("__"):
+        node = node.get(part) if isinstance(node, dict) else None
+    if node is None or isinstance(node, dict):
+        problems.append(f"moraine-mcp: {key} names no setting of config/moraine-mcp.toml")
+    elif not isinstance(node, str):
+        try:
+            tomllib.loads(f"v = {value}")
+        except tomllib.TOMLDecodeError as e:
+            problems.append(f"moraine-mcp: {key}={value!r} is not a TOML value as moraine-mcp reads it: {e}")
+if not caddy:
+    problems.append("no caddy service")
+else:
+    image = caddy.get("image", "")
+    if ":" not in image or image.endswith(":latest"):
+        problems.append(f"caddy: image {image!r} is not pinned to a tag")
+    if not any(str(p.get("target")) == "443" and str(p.get("published")) == "443" for p in caddy.get("ports", [])):
+        problems.append("caddy does not publish port 443")
+    mounts = {v.get("target"): v.get("source", "") for v in caddy.get("volumes", [])}
+    if not mounts.get("/etc/caddy/Caddyfile", "").endswith("deploy/caddy/Caddyfile"):
+        problems.append("caddy does not mount deploy/caddy/Caddyfile at /etc/caddy/Caddyfile")
+    if not {"/data", "/config"} <= set(mounts):
+        problems.append("caddy must keep /data and /config (certificates, ACME account) in volumes")
+caddyfile = (root / "deploy/caddy/Caddyfile").read_text()
+if "reverse_proxy moraine-mcp:8080" not in caddyfile:
+    problems.append("deploy/caddy/Caddyfile does not proxy to moraine-mcp:8080")
+if "{$MORAINE_MCP_SERVER__PUBLIC_URL}" not in caddyfile:
+    problems.append("deploy/caddy/Caddyfile's site address is not {$MORAINE_MCP_SERVER__PUBLIC_URL}")
+for p in problems:
+    print("problem:", p)
+sys.exit(1 if problems else 0)
+PYTHON
+    echo "ok: config valid; MORAINE_MCP_SERVER__PUBLIC_URL required; Caddy on 443, moraine-mcp unpublished"
+}
+
 # deploy/systemd/moraine-mcp.service: the system service docs/team.md installs.
 check_systemd() {
     step "deploy/systemd/moraine-mcp.service: the keys it needs, its settings and options"
@@ -469,6 +545,14 @@ edges |= {round(ms / 1000, 6) for ms in config["sla"].values()}
 server_rs = (root / "src/server.rs").read_text()
 server_rs += "".join(p.read_text() for p in sorted((root / "src/server").glob("*.rs")))
 routes = set(re.findall(r'\.route\(\s*"([^"]+)"', server_rs)) | {config["server"]["mcp_path"]}
+# The OAuth protected-resource metadata (src/auth/metadata.rs): at the root, and at the path
+# form for the MCP endpoint.
+metadata_rs = (root / "src/auth/metadata.rs").read_text()
+well_known = re.search(r'let root = "([^"]+)"', metadata_rs)
+if not well_known:
+    problem("src/auth/metadata.rs", "could not find the metadata path (let root = \"...\"); update tests/deploy/check.sh")
+else:
+    routes |= {well_known.group(1), well_known.group(1) + config["server"]["mcp_path"]}
 
 
 def walk_selectors(expr, where):
@@ -908,7 +992,10 @@ EOF
       - {series: 'moraine_mcp_http_requests_total{job="moraine-mcp",instance="a",route="/mcp",method="POST",status="200"}', values: '0+90x30'}
       - {series: 'moraine_mcp_http_requests_total{job="moraine-mcp",instance="a",route="/mcp",method="POST",status="503"}', values: '0+10x30'}
       - {series: 'moraine_mcp_http_requests_total{job="moraine-mcp",instance="a",route="/healthz",method="GET",status="200"}', values: '0+2x30'}
-      - {series: 'moraine_mcp_auth_requests_total{job="moraine-mcp",instance="a",token="none",result="rejected"}', values: '0+60x30'}
+      - {series: 'moraine_mcp_auth_requests_total{job="moraine-mcp",instance="a",method="static",outcome="rejected"}', values: '0+30x30'}
+      - {series: 'moraine_mcp_auth_requests_total{job="moraine-mcp",instance="a",method="oauth",outcome="wrong_audience"}', values: '0+30x30'}
+      - {series: 'moraine_mcp_auth_requests_total{job="moraine-mcp",instance="a",method="oauth",outcome="forbidden"}', values: '0+600x30'}
+      - {series: 'moraine_mcp_auth_requests_total{job="moraine-mcp",instance="a",method="static",outcome="accepted"}', values: '0+600x30'}
       - {series: 'moraine_mcp_query_log_failures_total{job="moraine-mcp",instance="a",reason="queue_full"}', values: '0x9 5x21'}
     promql_expr_test:
       - expr: 'ALERTS{alertstate="firing"}'
@@ -917,6 +1004,22 @@ EOF
           - {labels: 'ALERTS{alertname="MoraineMcpHttpServerErrors",alertstate="firing",severity="warning",route="/mcp"}', value: 1}
           - {labels: 'ALERTS{alertname="MoraineMcpAuthFailures",alertstate="firing",severity="warning"}', value: 1}
           - {labels: 'ALERTS{alertname="MoraineMcpQueryLogFailures",alertstate="firing",severity="info",reason="queue_full"}', value: 1}
+
+  # Authentication: the authorization server stops answering (every OAuth token is 503), while
+  # static tokens keep working and a few callers lack a scope: only the unreachable server fires.
+  - interval: 1m
+    input_series:
+      - {series: 'up{job="moraine-mcp",instance="a"}', values: '1+0x30'}
+      - {series: 'moraine_mcp_auth_requests_total{job="moraine-mcp",instance="a",method="oauth",outcome="accepted"}', values: '0+20x10 200+0x20'}
+      - {series: 'moraine_mcp_auth_requests_total{job="moraine-mcp",instance="a",method="oauth",outcome="unavailable"}', values: '0+0x10 0+20x20'}
+      - {series: 'moraine_mcp_auth_requests_total{job="moraine-mcp",instance="a",method="oauth",outcome="forbidden"}', values: '0+6x30'}
+      - {series: 'moraine_mcp_auth_requests_total{job="moraine-mcp",instance="a",method="static",outcome="accepted"}', values: '0+60x30'}
+      - {series: 'moraine_mcp_auth_requests_total{job="moraine-mcp",instance="a",method="none",outcome="missing"}', values: '0+1x30'}
+    promql_expr_test:
+      - expr: 'ALERTS{alertstate="firing"}'
+        eval_time: 25m
+        exp_samples:
+          - {labels: 'ALERTS{alertname="MoraineMcpAuthServerUnreachable",alertstate="firing",severity="critical"}', value: 1}
 
   # The service is down.
   - interval: 1m
@@ -1015,6 +1118,7 @@ ensure_compose
 ensure_promtool
 
 check_compose
+check_compose_https
 check_cluster_compose
 check_systemd
 check_openapi

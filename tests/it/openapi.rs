@@ -1,5 +1,6 @@
 //! `openapi/openapi.yaml` against live servers: every documented path, method and status is
-//! produced by a real request, and nothing the server serves is left undocumented.
+//! produced by a real request, and nothing the server serves is left undocumented; the
+//! challenges of `401` and `403` take the two forms the document shows (with and without OAuth).
 
 use crate::common;
 
@@ -23,6 +24,26 @@ type Case<'a> = (
 );
 
 const TOKEN: &str = "openapi-test-token-0123456789";
+/// The `WWW-Authenticate` challenge of a POST that must be answered `status`.
+async fn challenge(
+    addr: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+    status: u16,
+) -> String {
+    let head = exchange(addr, &request("POST", addr, path, headers, body)).await;
+    assert_eq!(head.status, status, "POST {path} {headers:?}");
+    head.headers
+        .get("www-authenticate")
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// A well-formed RS256 access token (unsigned): checking it needs the issuer's keys.
+const ACCESS_TOKEN: &str = "eyJhbGciOiJSUzI1NiIsImtpZCI6ImsxIn0.eyJzdWIiOiJ4In0.c2ln";
+/// An issuer nothing answers at.
+const ISSUER: &str = "http://127.0.0.1:9";
 const INGEST_TOKEN: &str = "openapi-ingest-token-0123456789";
 const METHODS: [&str; 7] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
 
@@ -77,15 +98,26 @@ async fn every_documented_status_is_served_and_nothing_served_is_undocumented() 
     let down_db = Db::new(&down_config.clickhouse, Metrics::new(&down_config.sla));
     let down = TestServer::start(down_config, down_db).await;
     // Bodies stall out before the request timeout.
-    let mut slow_config = configured(config, false);
+    let mut slow_config = configured(config.clone(), false);
     slow_config.server.request_timeout_secs = 5;
     slow_config.server.body_timeout_secs = 1;
     slow_config.ingest.max_concurrent_requests = 1;
     // And /metrics closed to all but a `metrics` token.
     slow_config.auth.protect_metrics = true;
     let slow = TestServer::start(slow_config, db.clone()).await;
+    // OAuth beside the static tokens, with an authorization server that never answers (and
+    // /metrics closed, so it checks credentials too).
+    let mut oauth_config = configured(config.clone(), false);
+    oauth_config.auth.oauth.issuer = ISSUER.into();
+    oauth_config.auth.oauth.resource = format!("{ISSUER}/mcp");
+    oauth_config.auth.protect_metrics = true;
+    oauth_config.clone().validate().unwrap();
+    let oauth = TestServer::start(oauth_config, db.clone()).await;
     let (a, s, d) = (address(&stateless), address(&stateful), address(&down));
     let w = address(&slow);
+    let o = address(&oauth);
+    let access_bearer = format!("Bearer {ACCESS_TOKEN}");
+    let access = ("Authorization", access_bearer.as_str());
 
     let bearer = format!("Bearer {TOKEN}");
     let auth = ("Authorization", bearer.as_str());
@@ -521,6 +553,79 @@ async fn every_documented_status_is_served_and_nothing_served_is_undocumented() 
             "",
             413,
         ),
+        // The protected-resource metadata: served with OAuth, not found without.
+        (
+            &o,
+            "/.well-known/oauth-protected-resource/mcp",
+            "GET",
+            vec![],
+            "",
+            200,
+        ),
+        (
+            &o,
+            "/.well-known/oauth-protected-resource",
+            "GET",
+            vec![],
+            "",
+            200,
+        ),
+        (
+            &a,
+            "/.well-known/oauth-protected-resource/mcp",
+            "GET",
+            vec![],
+            "",
+            404,
+        ),
+        (
+            &a,
+            "/.well-known/oauth-protected-resource",
+            "GET",
+            vec![],
+            "",
+            404,
+        ),
+        // An access token while the authorization server cannot be asked: 503, on every route
+        // that checks credentials.
+        (
+            &o,
+            "/mcp",
+            "POST",
+            vec![access, json_type, accept_both],
+            &list,
+            503,
+        ),
+        (
+            &o,
+            "/mcp",
+            "GET",
+            vec![access, ("Accept", "text/event-stream")],
+            "",
+            503,
+        ),
+        (&o, "/mcp", "DELETE", vec![access], "", 503),
+        (
+            &o,
+            "/ingest/v1/status",
+            "POST",
+            vec![access, json_type],
+            status_body,
+            503,
+        ),
+        (&o, append, "POST", vec![access], line, 503),
+        (&o, batch, "POST", vec![access], &batch_body, 503),
+        (&o, "/ingest/v1/sources", "GET", vec![access], "", 503),
+        (&o, "/metrics", "GET", vec![access], "", 503),
+        // A valid static token still works beside OAuth.
+        (
+            &o,
+            "/mcp",
+            "POST",
+            vec![auth, json_type, accept_both],
+            &init,
+            200,
+        ),
     ];
 
     let mut served = BTreeSet::new();
@@ -553,6 +658,56 @@ async fn every_documented_status_is_served_and_nothing_served_is_undocumented() 
         // Until the slot is free again (the stalled upload times out).
         tokio::time::sleep(Duration::from_millis(1500)).await;
     }
+    // The challenges: RFC 9728's resource_metadata and scope with OAuth, a realm without.
+    let metadata_url = format!("{ISSUER}/.well-known/oauth-protected-resource/mcp");
+    let unknown_headers = [
+        ("Authorization", "Bearer not-a-known-token-0123"),
+        json_type,
+        accept_both,
+    ];
+    let missing = challenge(&o, "/mcp", &[json_type, accept_both], &list, 401).await;
+    assert_eq!(
+        missing,
+        format!(r#"Bearer scope="read", resource_metadata="{metadata_url}""#)
+    );
+    let unknown = challenge(&o, "/mcp", &unknown_headers, &list, 401).await;
+    assert!(
+        unknown.starts_with(r#"Bearer error="invalid_token", error_description=""#)
+            && unknown.ends_with(&format!(
+                r#"scope="read", resource_metadata="{metadata_url}""#
+            )),
+        "{unknown}"
+    );
+    let scope = challenge(&o, "/ingest/v1/status", &[auth, json_type], &list, 403).await;
+    assert_eq!(
+        scope,
+        format!(
+            r#"Bearer error="insufficient_scope", error_description="the ingest scope is needed", scope="ingest", resource_metadata="{metadata_url}""#
+        )
+    );
+    assert_eq!(
+        challenge(&a, "/mcp", &[json_type, accept_both], &list, 401).await,
+        r#"Bearer realm="moraine-mcp""#
+    );
+    assert_eq!(
+        challenge(&a, "/mcp", &unknown_headers, &list, 401).await,
+        r#"Bearer realm="moraine-mcp", error="invalid_token", error_description="the bearer token is not known""#
+    );
+    assert_eq!(
+        challenge(&a, "/ingest/v1/status", &[auth, json_type], &list, 403).await,
+        r#"Bearer realm="moraine-mcp", error="insufficient_scope", error_description="the ingest scope is needed""#
+    );
+    let unavailable = exchange(
+        &o,
+        &request("POST", &o, "/mcp", &[access, json_type, accept_both], &list),
+    )
+    .await;
+    assert_eq!(unavailable.status, 503);
+    assert_eq!(
+        unavailable.headers.get("retry-after").map(String::as_str),
+        Some("5")
+    );
+
     let documented = documented();
     let undocumented: Vec<_> = served.difference(&documented).collect();
     assert!(
@@ -606,4 +761,5 @@ async fn every_documented_status_is_served_and_nothing_served_is_undocumented() 
     stateful.stop().await;
     down.stop().await;
     slow.stop().await;
+    oauth.stop().await;
 }
