@@ -9,6 +9,7 @@ pub(crate) mod context;
 pub(crate) mod envelope;
 pub(crate) mod list;
 pub(crate) mod open;
+pub(crate) mod project;
 pub(crate) mod querylog;
 pub(crate) mod schema;
 pub(crate) mod search;
@@ -39,7 +40,9 @@ pub(crate) static INSTRUCTIONS: std::sync::LazyLock<String> = std::sync::LazyLoc
         "moraine-mcp remembers past AI coding-agent sessions ({}). \
 Use search_sessions to find events by words (it returns handles and snippets, not payloads), \
 list_sessions to browse sessions by time window, and open with any returned ID to expand a \
-session, turn or event; follow the traversal IDs in open's answers to move around.",
+session, turn or event; follow the traversal IDs in open's answers to move around. Both \
+search_sessions and list_sessions take a project filter (a repository's directory name, or its \
+path) to keep to one repository; every session names its project.",
         crate::vocab::Harness::titles()
     )
 });
@@ -332,6 +335,44 @@ mod tests {
         assert_eq!(
             error.to_string(),
             "n_hits must be an integer between 1 and 50"
+        );
+    }
+
+    /// `T` takes `base` with any `project` of 1–1024 characters, and refuses others.
+    fn check_project_filter<T: Tool>(base: &Value) {
+        let with = |project: &Value| {
+            let mut args = base.clone();
+            args["project"] = project.clone();
+            args
+        };
+        for project in [
+            json!("moraine-mcp"),
+            json!("/home/dev/src/moraine-mcp/"),
+            json!(r"C:\src\x"),
+            json!("p".repeat(1024)),
+            Value::Null,
+        ] {
+            assert!(accepted::<T>(with(&project)), "{project}");
+        }
+        for project in [json!(""), json!("p".repeat(1025)), json!(7), json!(["a"])] {
+            assert_eq!(
+                rejected::<T>(with(&project)),
+                (ErrorCode::InvalidRequest, "project".to_owned()),
+                "{project}"
+            );
+        }
+        let error = validator::<T>().check(&with(&json!(""))).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "project must be a non-empty string of at most 1024 characters"
+        );
+    }
+
+    #[test]
+    fn test_project_filters_are_bounded_strings_for_search_and_list() {
+        check_project_filter::<SearchSessions>(&json!({"query": "x"}));
+        check_project_filter::<ListSessions>(
+            &json!({"start_datetime": "2026-04-30T09:00:00Z", "end_datetime": "2026-04-30T13:00:00Z"}),
         );
     }
 

@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 
 use super::context::{Answer, Budget, Context, Tool, Visibility, optional_integer};
 use super::envelope::ToolError;
+use super::project::{self, Project, ProjectMatch};
 use super::schema::{self, DATETIME_PATTERN, InputRules};
 use crate::config::Config;
 use crate::ids;
@@ -51,6 +52,8 @@ pub(crate) struct Args {
     harness: Option<String>,
     #[serde(default)]
     source: Option<String>,
+    #[serde(default)]
+    project: Option<String>,
 }
 
 impl Args {
@@ -64,6 +67,7 @@ impl Args {
             sort: self.sort.unwrap_or_default(),
             harness: self.harness,
             source: self.source,
+            project: self.project,
         }
     }
 }
@@ -123,6 +127,7 @@ impl Tool for ListSessions {
                 },
                 "harness": schema::harness_filter(),
                 "source": schema::name_filter("source name"),
+                "project": project::filter_schema(),
             }
         })
     }
@@ -143,6 +148,7 @@ impl Tool for ListSessions {
                     "sort" => "sort must be asc or desc".into(),
                     "cursor" => "cursor must be a next_cursor returned by list_sessions".into(),
                     "harness" | "source" => schema::name_filter_message(field),
+                    "project" => project::filter_message(),
                     _ => return None,
                 })
             },
@@ -241,6 +247,7 @@ async fn page(
         (request.mode.is_some(), sql::FILTER_MODE),
         (request.harness.is_some(), sql::FILTER_HARNESS),
         (request.source.is_some(), sql::FILTER_SOURCE),
+        (request.project.is_some(), sql::FILTER_PROJECT),
         (visible != &Visibility::All, sql::FILTER_VISIBLE),
     ]
     .into_iter()
@@ -259,6 +266,7 @@ async fn page(
             ("dir", request.sort.sql()),
         ],
     );
+    let project = ProjectMatch::of(request.project.as_deref());
     let rows = ctx
         .db
         .read("list_sessions", &statement)
@@ -267,6 +275,8 @@ async fn page(
         .param("mode", request.mode.map_or("", SessionMode::as_str))
         .param("harness", request.harness.as_deref().unwrap_or(""))
         .param("source", request.source.as_deref().unwrap_or(""))
+        .param("project_prefix", &project.prefix)
+        .param("project_suffix", &project.suffix)
         .param("visible", visible.sources())
         .param("after_ts", sql::db_time(after.map_or(0, |c| c.t)))
         .param("after_key", after.map_or(0, |c| c.k))
@@ -285,6 +295,7 @@ fn listed(rank: u32, row: &sql::Row) -> ListedSession {
             id: id.clone(),
             title: row.title.clone(),
             source: row.source.clone(),
+            project: Project::of(&row.cwd),
             harness: row.harness.clone(),
             started_at: format_ts(row.started_at),
             updated_at: format_ts(row.updated_at),

@@ -7,8 +7,10 @@
 //! reach its top k), the hits' [`details`] (their events, turns and sessions
 //! in a second statement) and [`assemble`] (snippets, normalised scores, IDs).
 
+mod query;
 mod render;
 mod snippet;
+mod spread;
 mod sql;
 mod tiers;
 pub(crate) mod wire;
@@ -24,6 +26,7 @@ use super::context::{
     Answer, Budget, Context, Tool, VISIBLE_SESSION_KEY, Visibility, optional_integer,
 };
 use super::envelope::{Performance, ToolError};
+use super::project::{self, Project, ProjectMatch};
 use super::querylog;
 use super::schema::{self, ID_PATTERN, InputRules};
 use super::stats::QueryStats;
@@ -62,6 +65,8 @@ pub(crate) struct Args {
     harness: Option<String>,
     #[serde(default)]
     source: Option<String>,
+    #[serde(default)]
+    project: Option<String>,
 }
 
 impl Args {
@@ -80,6 +85,7 @@ impl Args {
             n_hits: self.n_hits.unwrap_or(DEFAULT_N_HITS),
             harness: self.harness,
             source: self.source,
+            project: self.project,
         }
     }
 }
@@ -130,6 +136,7 @@ impl Tool for SearchSessions {
                 },
                 "harness": schema::harness_filter(),
                 "source": schema::name_filter("source name"),
+                "project": project::filter_schema(),
             }
         })
     }
@@ -168,6 +175,7 @@ impl Tool for SearchSessions {
                     "event_types" => "event_types must be an array of event type names".into(),
                     "within_id" => "within_id must be a session or turn ID string".into(),
                     "harness" | "source" => schema::name_filter_message(field),
+                    "project" => project::filter_message(),
                     _ => return None,
                 })
             },
@@ -191,11 +199,15 @@ impl Tool for SearchSessions {
         let scope = Scope::of(request.within_id.as_deref())?;
         let sla_target_ms = scope.sla_target(&ctx.config.sla, ctx.stats.documents());
         let mut warnings = Vec::new();
-        let terms = bounded_terms(
-            &request.query,
-            ctx.config.tools.max_query_terms,
-            &mut warnings,
-        );
+        let max_terms = ctx.config.tools.max_query_terms;
+        let (weighted, cut) = query::weighted_terms(&request.query, max_terms);
+        if cut > 0 {
+            warnings.push(format!(
+                "the query has {} distinct terms; only the first {max_terms} were used",
+                cut + max_terms
+            ));
+        }
+        let terms: Vec<String> = weighted.iter().map(|t| t.term.clone()).collect();
         if terms.is_empty() {
             scope
                 .ensure_exists(ctx, visible, request.within_id.as_deref(), deadline)
@@ -208,6 +220,7 @@ impl Tool for SearchSessions {
         }
         let hashes: Vec<u64> = terms.iter().map(|t| term_hash(t)).collect();
         let statistics = ctx.stats.for_terms(&ctx.db, &hashes, deadline).await?;
+        let (hashes, statistics) = weigh(&weighted, hashes, statistics);
         let (scored, truncated) = score(
             ctx,
             visible,
@@ -376,17 +389,28 @@ impl Scope {
     }
 }
 
-/// The query's distinct terms, at most `max_terms` of them (with a warning when cut).
-fn bounded_terms(query: &str, max_terms: usize, warnings: &mut Vec<String>) -> Vec<String> {
-    let mut terms = query_terms(query);
-    if terms.len() > max_terms {
-        warnings.push(format!(
-            "the query has {} distinct terms; only the first {max_terms} were used",
-            terms.len()
-        ));
-        terms.truncate(max_terms);
+/// The terms to score with: each term's IDF scaled by its weight, and variants the corpus
+/// does not hold left out (they would only loosen the impact tiers' bounds).
+fn weigh(
+    weighted: &[query::QueryTerm],
+    hashes: Vec<u64>,
+    statistics: QueryStats,
+) -> (Vec<u64>, QueryStats) {
+    let mut kept = Vec::with_capacity(hashes.len());
+    let mut stats = QueryStats {
+        idfs: Vec::with_capacity(hashes.len()),
+        dfs: Vec::with_capacity(hashes.len()),
+        average_length: statistics.average_length,
+    };
+    for (i, term) in weighted.iter().enumerate() {
+        if !term.written && statistics.dfs[i] == 0 {
+            continue;
+        }
+        kept.push(hashes[i]);
+        stats.idfs.push(statistics.idfs[i] * term.weight);
+        stats.dfs.push(statistics.dfs[i]);
     }
-    terms
+    (kept, stats)
 }
 
 /// The top `n_hits` documents by BM25, and whether more matched.
@@ -416,8 +440,19 @@ async fn score(
     if request.source.is_some() {
         fragments.push(sql::FILTER_SOURCE);
     }
+    if request.project.is_some() {
+        fragments.push(sql::FILTER_PROJECT);
+    }
     fragments.push(visible.filter(sql::FILTER_VISIBLE));
+    // A global page chooses among more candidates than it shows (see `spread`).
+    let global = matches!(scope, Scope::All);
+    let limit = if global {
+        spread::candidates(request.n_hits)
+    } else {
+        request.n_hits + 1
+    };
     let read = Read {
+        limit,
         ctx,
         visible,
         request,
@@ -450,6 +485,9 @@ async fn score(
     metrics.observe_search_read(path.as_str());
     if let Some(PostingsRead { read, all }) = postings {
         metrics.observe_search_postings(path.as_str(), read, all);
+    }
+    if global {
+        return Ok(spread::page(scored, request.n_hits as usize));
     }
     let truncated = scored.len() > request.n_hits as usize;
     scored.truncate(request.n_hits as usize);
@@ -498,6 +536,8 @@ struct PostingsRead {
 
 /// One search's scoring statement, run over all postings or some tiers of them.
 struct Read<'a> {
+    /// Documents to score at most: the page, and one to tell whether more matched.
+    limit: u32,
     ctx: &'a Context,
     visible: &'a Visibility,
     request: &'a SearchRequest,
@@ -511,8 +551,7 @@ struct Read<'a> {
 }
 
 impl Read<'_> {
-    /// The top k (`n_hits + 1`, to tell whether more matched) over the postings, or over the
-    /// given (term, tier) pairs only.
+    /// The top k (`limit`) over the postings, or over the given (term, tier) pairs only.
     async fn postings(&self, tiers: Option<&[(u64, u8)]>) -> Result<Vec<Scored>, ToolError> {
         let mut fragments = self.fragments.clone();
         if tiers.is_some() {
@@ -521,6 +560,7 @@ impl Read<'_> {
         let statement = ScoreShape::for_terms(self.hashes.len()).sql(&fragments.join(" "));
         let bm25 = &self.ctx.config.bm25;
         let request = self.request;
+        let project = ProjectMatch::of(request.project.as_deref());
         // Named apart so that `/metrics` and the benchmark show what a tier read costs.
         let name = match tiers {
             Some(_) => "search_score_tiers",
@@ -536,11 +576,13 @@ impl Read<'_> {
             .param("kinds", &self.kinds)
             .param("k1", bm25.k1)
             .param("b", bm25.b)
-            .param("limit", request.n_hits + 1)
+            .param("limit", self.limit)
             .param("s", self.session)
             .param("t", self.turn)
             .param("harness", request.harness.as_deref().unwrap_or(""))
             .param("source", request.source.as_deref().unwrap_or(""))
+            .param("project_prefix", &project.prefix)
+            .param("project_suffix", &project.suffix)
             .param("visible", self.visible.sources())
             .param("tiers", tiers.unwrap_or_default())
             .fetch_all(&self.ctx.db, self.deadline)
@@ -576,7 +618,7 @@ impl Read<'_> {
             .collect();
         let first = tiers::first_read(&terms);
         let found = self.postings(Some(&first)).await?;
-        let k = self.request.n_hits as usize + 1;
+        let k = self.limit as usize;
         let theta = found.get(k - 1).map(|s| s.score);
         // What each read costs, in postings.
         let count = |read: &[(u64, u8)]| -> u64 {
@@ -706,6 +748,7 @@ fn assemble(
                 id: session_id.clone(),
                 title: session.title.clone(),
                 source: session.source.clone(),
+                project: Project::of(&session.cwd),
                 harness: session.harness.clone(),
                 started_at: format_ts(session.started_at),
                 updated_at: format_ts(session.updated_at),

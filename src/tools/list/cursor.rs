@@ -10,6 +10,7 @@ use sha2::Sha256;
 use super::wire::ListRequest;
 use crate::tools::context::Visibility;
 use crate::tools::envelope::ToolError;
+use crate::tools::project::ProjectMatch;
 
 /// Where the previous page ended, signed so it cannot be forged or reused with other filters.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -41,13 +42,17 @@ pub(super) fn fingerprint(
         request.harness,
         request.source
     ]);
+    let items = canonical.as_array_mut().expect("an array");
+    // Added only when given, so cursors of requests without it keep their fingerprint; by what
+    // it matches, so spellings of one filter (a trailing slash) share cursors.
+    if request.project.is_some() {
+        let project = ProjectMatch::of(request.project.as_deref());
+        items.push(serde_json::json!({"project": project}));
+    }
     if let Visibility::Sources(sources) = visible {
         let mut sources = sources.to_vec();
         sources.sort();
-        canonical
-            .as_array_mut()
-            .expect("an array")
-            .push(serde_json::json!(sources));
+        items.push(serde_json::json!(sources));
     }
     let digest = <Sha256 as sha2::Digest>::digest(canonical.to_string().as_bytes());
     URL_SAFE_NO_PAD.encode(&digest[..12])
@@ -152,6 +157,7 @@ mod tests {
             sort: SortOrder::Desc,
             harness: None,
             source: None,
+            project: None,
         };
         let start = rfc3339_ms(&request.start_datetime).unwrap();
         let end = rfc3339_ms(&request.end_datetime).unwrap();
@@ -165,5 +171,14 @@ mod tests {
         assert_ne!(f1, fingerprint(&request, &limited, start2, end));
         request.sort = SortOrder::Asc;
         assert_ne!(f1, fingerprint(&request, &all, start2, end));
+        // A project filter binds the cursor by what it matches, not by its spelling.
+        let f2 = fingerprint(&request, &all, start2, end);
+        request.project = Some("/home/dev/src/tidepool".into());
+        let f3 = fingerprint(&request, &all, start2, end);
+        assert_ne!(f2, f3);
+        request.project = Some("/home/dev/src/tidepool/".into());
+        assert_eq!(f3, fingerprint(&request, &all, start2, end));
+        request.project = Some("tidepool".into());
+        assert_ne!(f3, fingerprint(&request, &all, start2, end));
     }
 }

@@ -18,11 +18,15 @@ pub(super) fn text(request: &ListRequest, data: &ListData) -> String {
         let s = &item.session;
         let _ = writeln!(
             out,
-            "{}. {} {:?} · {} · {} · {} turn(s), {} event(s){}",
+            "{}. {} {:?} · {}{} · {} · {} turn(s), {} event(s){}",
             item.rank,
             s.updated_at,
             s.title,
             s.source,
+            s.project
+                .as_ref()
+                .map(|p| format!(" · project {}", p.name))
+                .unwrap_or_default(),
             s.mode,
             s.turn_count,
             s.event_count,

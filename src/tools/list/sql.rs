@@ -7,7 +7,7 @@ use serde::Deserialize;
 pub(super) const LIST_SQL: &str = "
 WITH (SELECT count() FROM sessions FINAL
       WHERE updated_at >= {start:DateTime64(3, 'UTC')} AND started_at < {end:DateTime64(3, 'UTC')} «filters») AS matching_count
-SELECT session_key, title, harness, source, started_at, updated_at, completed, turn_count, event_count, mode,
+SELECT session_key, title, harness, source, cwd, started_at, updated_at, completed, turn_count, event_count, mode,
        slug, summary, toUInt64(assumeNotNull(matching_count)) AS matching
 FROM sessions FINAL
 WHERE updated_at >= {start:DateTime64(3, 'UTC')} AND started_at < {end:DateTime64(3, 'UTC')} «filters» «after»
@@ -17,6 +17,9 @@ LIMIT {limit:UInt32}";
 pub(super) const FILTER_MODE: &str = "AND mode = {mode:String}";
 pub(super) const FILTER_HARNESS: &str = "AND harness = {harness:String}";
 pub(super) const FILTER_SOURCE: &str = "AND source = {source:String}";
+/// Only a project's sessions (see `ProjectMatch`).
+pub(super) const FILTER_PROJECT: &str =
+    concat!("AND ", crate::tools::project::project_condition!());
 /// Only sessions the caller may see (see `Visibility`).
 pub(super) const FILTER_VISIBLE: &str = "AND source IN {visible:Array(String)}";
 pub(super) const AFTER_DESC: &str =
@@ -31,6 +34,7 @@ pub(super) struct Row {
     pub title: String,
     pub harness: String,
     pub source: String,
+    pub cwd: String,
     pub started_at: i64,
     pub updated_at: i64,
     pub completed: bool,

@@ -3,6 +3,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::tools::project::Project;
 use crate::vocab::SessionMode;
 
 /// The listing order: by `updated_at`, then session ID.
@@ -47,6 +48,8 @@ pub(crate) struct ListRequest {
     pub harness: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -78,6 +81,8 @@ pub(crate) struct SessionMeta {
     pub id: String,
     pub title: String,
     pub source: String,
+    /// The repository the session worked in, from the working directory its log records.
+    pub project: Option<Project>,
     pub harness: String,
     pub started_at: String,
     pub updated_at: String,

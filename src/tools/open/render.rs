@@ -18,10 +18,14 @@ fn session(out: &mut String, view: &SessionView) {
     let s = &view.session;
     let _ = writeln!(
         out,
-        "session {} {:?} ({}, {}{}) {} → {}, {} turn(s), {} event(s)",
+        "session {} {:?} ({}{}, {}{}) {} → {}, {} turn(s), {} event(s)",
         s.id,
         s.title,
         s.source,
+        s.project
+            .as_ref()
+            .map(|p| format!(", project {}", p.name))
+            .unwrap_or_default(),
         s.mode,
         if s.completed { ", completed" } else { "" },
         s.started_at,

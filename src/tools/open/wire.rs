@@ -8,6 +8,7 @@ use serde_json::Value;
 use crate::ids;
 use crate::rows::{SessionRow, TurnRow};
 use crate::text::format_ts;
+use crate::tools::project::Project;
 use crate::vocab::EventType;
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -51,6 +52,8 @@ pub(crate) struct SessionInfo {
     pub id: String,
     pub title: String,
     pub source: String,
+    /// The repository the session worked in, from the working directory its log records.
+    pub project: Option<Project>,
     pub harness: String,
     pub started_at: String,
     pub updated_at: String,
@@ -138,6 +141,8 @@ pub(crate) struct SessionRef {
     pub id: String,
     pub title: String,
     pub source: String,
+    /// The repository the session worked in, from the working directory its log records.
+    pub project: Option<Project>,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -257,6 +262,7 @@ impl From<&SessionRow> for SessionInfo {
             id: ids::session_id(row.session_key),
             title: row.title.clone(),
             source: row.source.clone(),
+            project: Project::of(&row.cwd),
             harness: row.harness.clone(),
             started_at: format_ts(row.started_at),
             updated_at: format_ts(row.updated_at),
@@ -274,6 +280,7 @@ impl From<&SessionRow> for SessionRef {
             id: ids::session_id(row.session_key),
             title: row.title.clone(),
             source: row.source.clone(),
+            project: Project::of(&row.cwd),
         }
     }
 }

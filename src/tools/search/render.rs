@@ -23,13 +23,18 @@ pub(super) fn text(request: &SearchRequest, data: &SearchData) -> String {
     for hit in &data.results {
         let _ = writeln!(
             out,
-            "{}. [{:.2}] {} · {} · {:?} ({}) · turn {}{}",
+            "{}. [{:.2}] {} · {} · {:?} ({}{}) · turn {}{}",
             hit.rank,
             hit.score,
             hit.event.event_type,
             hit.event.timestamp,
             hit.session.title,
             hit.session.source,
+            hit.session
+                .project
+                .as_ref()
+                .map(|p| format!(", project {}", p.name))
+                .unwrap_or_default(),
             hit.turn.ordinal,
             if hit.turn.completed {
                 ", completed"

@@ -28,6 +28,12 @@ pub(super) const FILTER_VISIBLE: &str =
     "AND sess IN (SELECT session_key FROM sessions FINAL WHERE source IN {visible:Array(String)})";
 pub(super) const FILTER_SOURCE: &str =
     "AND sess IN (SELECT session_key FROM sessions FINAL WHERE source = {source:String})";
+/// Only a project's sessions (see `ProjectMatch`).
+pub(super) const FILTER_PROJECT: &str = concat!(
+    "AND sess IN (SELECT session_key FROM sessions FINAL WHERE ",
+    crate::tools::project::project_condition!(),
+    ")"
+);
 
 /// Only some tiers of the terms' postings (see `tiers`): key ranges of the index.
 pub(super) const FILTER_TIERS: &str = "AND (term, tier) IN {tiers:Array(Tuple(UInt64, UInt8))}";
@@ -78,7 +84,7 @@ impl ScoreShape {
 }
 
 /// One scored document.
-#[derive(Debug, clickhouse::Row, Deserialize)]
+#[derive(Debug, Clone, clickhouse::Row, Deserialize)]
 pub(super) struct Scored {
     pub sess: u64,
     pub doc: u64,
@@ -93,16 +99,16 @@ pub(super) struct Scored {
 pub(super) const DETAILS_SQL: &str = "
 SELECT toUInt8(1) AS part, session_key, event_key AS key, ordinal AS n1, turn_ordinal AS n2, toUInt32(event_type) AS n3,
        false AS flag, toUnixTimestamp64Milli(ts) AS t1, toInt64(0) AS t2, toValidUTF8(substring(text, 1, {text_bytes:UInt32})) AS s1,
-       '' AS s2, '' AS s3
+       '' AS s2, '' AS s3, '' AS s4
 FROM events WHERE session_key IN {sessions:Array(UInt64)} AND event_key IN {events:Array(UInt64)}
 UNION ALL
 SELECT toUInt8(2), session_key, toUInt64(ordinal), ordinal, event_count, toUInt32(0), completed, reinterpretAsInt64(terminal_event_key),
-       toInt64(0), '', '', ''
+       toInt64(0), '', '', '', ''
 FROM turns FINAL
 WHERE session_key IN {sessions:Array(UInt64)} AND (session_key, ordinal) IN {turns:Array(Tuple(UInt64, UInt32))}
 UNION ALL
 SELECT toUInt8(3), session_key, toUInt64(0), toUInt32(0), toUInt32(0), toUInt32(0), completed, toUnixTimestamp64Milli(started_at),
-       toUnixTimestamp64Milli(updated_at), title, toString(harness), toString(source)
+       toUnixTimestamp64Milli(updated_at), title, toString(harness), toString(source), cwd
 FROM sessions FINAL WHERE session_key IN {sessions:Array(UInt64)}";
 
 /// A row of [`DETAILS_SQL`] as it travels: the columns every part shares. [`Detail`] is what it
@@ -121,6 +127,7 @@ pub(super) struct DetailRow {
     s1: String,
     s2: String,
     s3: String,
+    s4: String,
 }
 
 /// A hit's event: its position, type, time and (the start of) its text.
@@ -155,6 +162,8 @@ pub(super) struct SessionDetail {
     pub title: String,
     pub harness: String,
     pub source: String,
+    /// The working directory the log records (`''` when none).
+    pub cwd: String,
 }
 
 /// One decoded row of [`DETAILS_SQL`].
@@ -193,6 +202,7 @@ impl From<DetailRow> for Detail {
                 title: row.s1,
                 harness: row.s2,
                 source: row.s3,
+                cwd: row.s4,
             }),
         }
     }
@@ -216,6 +226,11 @@ mod tests {
         let summed = ScoreShape::Summed.sql("");
         assert!(summed.contains("sum(transform(term") && summed.contains("GROUP BY sess, doc"));
         assert_eq!(ScoreShape::for_terms(1), ScoreShape::Single);
+        let project = ScoreShape::Single.sql(FILTER_PROJECT);
+        assert!(
+            project.contains("{project_prefix:String}")
+                && project.ends_with("LIMIT {limit:UInt32}")
+        );
         assert_eq!(ScoreShape::for_terms(2), ScoreShape::Summed);
     }
 }

@@ -4,6 +4,7 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use crate::tools::project::Project;
 use crate::vocab::EventType;
 
 /// The canonical request: trimmed query, defaults applied, event types deduplicated in
@@ -19,6 +20,8 @@ pub(crate) struct SearchRequest {
     pub harness: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -72,6 +75,8 @@ pub(crate) struct SessionBrief {
     pub id: String,
     pub title: String,
     pub source: String,
+    /// The repository the session worked in, from the working directory its log records.
+    pub project: Option<Project>,
     pub harness: String,
     pub started_at: String,
     pub updated_at: String,

@@ -9,6 +9,7 @@ use crate::common;
 mod hostile;
 mod list;
 mod open;
+mod project;
 mod querylog;
 mod search;
 mod traversal;
