@@ -1,4 +1,4 @@
--- moraine-mcp schema version 10, on cluster moraine: Distributed tables in database moraine, the shards' replicated tables in moraine_local.
+-- moraine-mcp schema version 11, on cluster moraine: Distributed tables in database moraine, the shards' replicated tables in moraine_local.
 -- Each statement is preceded by the database it runs in, and by the condition it runs under, if any.
 
 CREATE DATABASE IF NOT EXISTS moraine ON CLUSTER moraine;
@@ -198,7 +198,7 @@ ENGINE = ReplicatedSummingMergeTree('/clickhouse/tables/{uuid}/{shard}', '{repli
 ORDER BY k;
 -- in moraine
 CREATE TABLE IF NOT EXISTS moraine.corpus_stats ON CLUSTER moraine AS moraine_local.corpus_stats
-ENGINE = Distributed('moraine', 'moraine_local', 'corpus_stats', k);
+ENGINE = Distributed('moraine', 'moraine_local', 'corpus_stats', 0);
 -- in moraine_local
 CREATE MATERIALIZED VIEW IF NOT EXISTS moraine_local.corpus_stats_mv ON CLUSTER moraine TO moraine_local.corpus_stats AS
 SELECT
@@ -574,3 +574,147 @@ DROP TABLE IF EXISTS moraine_local.sessions_fine ON CLUSTER moraine SYNC;
 SELECT throwIf(count() != 2, 'turns and sessions were not re-created') FROM system.tables
 WHERE database = currentDatabase() AND name IN ('turns', 'sessions')
   AND engine_full LIKE '%index_granularity = 128,%';
+
+-- 011_statistics_by_type
+-- in moraine_local
+CREATE TABLE IF NOT EXISTS moraine_local.term_df_typed ON CLUSTER moraine
+(
+    term        UInt64,
+    event_type  UInt8,
+    df          Int64
+)
+ENGINE = ReplicatedSummingMergeTree('/clickhouse/tables/{uuid}/{shard}', '{replica}')
+ORDER BY (term, event_type)
+SETTINGS non_replicated_deduplication_window = 10000;
+-- in moraine
+CREATE TABLE IF NOT EXISTS moraine.term_df_typed ON CLUSTER moraine AS moraine_local.term_df_typed
+ENGINE = Distributed('moraine', 'moraine_local', 'term_df_typed', term);
+-- only if: SELECT toUInt8(sorting_key = 'term') FROM system.tables WHERE database = currentDatabase() AND name = 'term_df'
+-- in moraine_local
+TRUNCATE TABLE moraine_local.term_df_typed ON CLUSTER moraine;
+-- only if: SELECT toUInt8(sorting_key = 'term') FROM system.tables WHERE database = currentDatabase() AND name = 'term_df'
+-- in moraine
+INSERT INTO term_df_typed (term, event_type, df)
+SELECT term, toUInt8(kind % 128) AS event_type, toInt64(count()) FROM postings GROUP BY term, event_type;
+-- in moraine_local
+DROP VIEW IF EXISTS moraine_local.term_df_mv ON CLUSTER moraine;
+-- only if: SELECT toUInt8(sorting_key = 'term') FROM system.tables WHERE database = currentDatabase() AND name = 'term_df'
+-- in moraine_local
+RENAME TABLE moraine_local.term_df TO moraine_local.term_df_untyped, moraine_local.term_df_typed TO moraine_local.term_df ON CLUSTER moraine;
+-- (whether or not the condition above held)
+-- in moraine
+DROP TABLE IF EXISTS moraine.term_df_untyped ON CLUSTER moraine SYNC;
+-- (whether or not the condition above held)
+-- in moraine
+CREATE TABLE IF NOT EXISTS moraine.term_df_untyped ON CLUSTER moraine AS moraine_local.term_df_untyped
+ENGINE = Distributed('moraine', 'moraine_local', 'term_df_untyped', term);
+-- (whether or not the condition above held)
+-- in moraine
+DROP TABLE IF EXISTS moraine.term_df ON CLUSTER moraine SYNC;
+-- (whether or not the condition above held)
+-- in moraine
+CREATE TABLE IF NOT EXISTS moraine.term_df ON CLUSTER moraine AS moraine_local.term_df
+ENGINE = Distributed('moraine', 'moraine_local', 'term_df', term);
+-- only if: SELECT toUInt8(countIf(name = 'term_df') = 0 AND countIf(name = 'term_df_typed') = 1) FROM system.tables WHERE database = currentDatabase()
+-- in moraine_local
+RENAME TABLE moraine_local.term_df_typed TO moraine_local.term_df ON CLUSTER moraine;
+-- (whether or not the condition above held)
+-- in moraine
+DROP TABLE IF EXISTS moraine.term_df ON CLUSTER moraine SYNC;
+-- (whether or not the condition above held)
+-- in moraine
+CREATE TABLE IF NOT EXISTS moraine.term_df ON CLUSTER moraine AS moraine_local.term_df
+ENGINE = Distributed('moraine', 'moraine_local', 'term_df', term);
+-- only if: SELECT toUInt8(count() = 1) FROM system.tables WHERE database = currentDatabase() AND name = 'term_df' AND sorting_key = 'term, event_type'
+-- in moraine
+DROP TABLE IF EXISTS moraine.term_df_untyped ON CLUSTER moraine SYNC;
+-- only if: SELECT toUInt8(count() = 1) FROM system.tables WHERE database = currentDatabase() AND name = 'term_df' AND sorting_key = 'term, event_type'
+-- in moraine_local
+DROP TABLE IF EXISTS moraine_local.term_df_untyped ON CLUSTER moraine SYNC;
+-- only if: SELECT toUInt8(count() = 1) FROM system.tables WHERE database = currentDatabase() AND name = 'term_df' AND sorting_key = 'term, event_type'
+-- in moraine
+DROP TABLE IF EXISTS moraine.term_df_typed ON CLUSTER moraine SYNC;
+-- only if: SELECT toUInt8(count() = 1) FROM system.tables WHERE database = currentDatabase() AND name = 'term_df' AND sorting_key = 'term, event_type'
+-- in moraine_local
+DROP TABLE IF EXISTS moraine_local.term_df_typed ON CLUSTER moraine SYNC;
+-- in moraine_local
+CREATE MATERIALIZED VIEW IF NOT EXISTS moraine_local.term_df_mv ON CLUSTER moraine TO moraine_local.term_df AS
+SELECT term, toUInt8(event_type) AS event_type, toInt64(count()) AS df
+FROM event_ingest
+ARRAY JOIN terms AS term
+WHERE searchable
+GROUP BY term, event_type;
+-- in moraine_local
+CREATE TABLE IF NOT EXISTS moraine_local.corpus_stats_typed ON CLUSTER moraine
+(
+    event_type  UInt8,
+    docs        Int64,
+    total_len   Int64
+)
+ENGINE = ReplicatedSummingMergeTree('/clickhouse/tables/{uuid}/{shard}', '{replica}')
+ORDER BY event_type
+SETTINGS non_replicated_deduplication_window = 10000;
+-- in moraine
+CREATE TABLE IF NOT EXISTS moraine.corpus_stats_typed ON CLUSTER moraine AS moraine_local.corpus_stats_typed
+ENGINE = Distributed('moraine', 'moraine_local', 'corpus_stats_typed', 0);
+-- only if: SELECT toUInt8(sorting_key = 'k') FROM system.tables WHERE database = currentDatabase() AND name = 'corpus_stats'
+-- in moraine_local
+TRUNCATE TABLE moraine_local.corpus_stats_typed ON CLUSTER moraine;
+-- only if: SELECT toUInt8(sorting_key = 'k') FROM system.tables WHERE database = currentDatabase() AND name = 'corpus_stats'
+-- in moraine
+INSERT INTO corpus_stats_typed (event_type, docs, total_len)
+SELECT toUInt8(event_type) AS t, toInt64(count()), toInt64(sum(doc_len)) FROM events WHERE searchable GROUP BY t;
+-- in moraine_local
+DROP VIEW IF EXISTS moraine_local.corpus_stats_mv ON CLUSTER moraine;
+-- only if: SELECT toUInt8(sorting_key = 'k') FROM system.tables WHERE database = currentDatabase() AND name = 'corpus_stats'
+-- in moraine_local
+RENAME TABLE moraine_local.corpus_stats TO moraine_local.corpus_stats_untyped, moraine_local.corpus_stats_typed TO moraine_local.corpus_stats ON CLUSTER moraine;
+-- (whether or not the condition above held)
+-- in moraine
+DROP TABLE IF EXISTS moraine.corpus_stats_untyped ON CLUSTER moraine SYNC;
+-- (whether or not the condition above held)
+-- in moraine
+CREATE TABLE IF NOT EXISTS moraine.corpus_stats_untyped ON CLUSTER moraine AS moraine_local.corpus_stats_untyped
+ENGINE = Distributed('moraine', 'moraine_local', 'corpus_stats_untyped', 0);
+-- (whether or not the condition above held)
+-- in moraine
+DROP TABLE IF EXISTS moraine.corpus_stats ON CLUSTER moraine SYNC;
+-- (whether or not the condition above held)
+-- in moraine
+CREATE TABLE IF NOT EXISTS moraine.corpus_stats ON CLUSTER moraine AS moraine_local.corpus_stats
+ENGINE = Distributed('moraine', 'moraine_local', 'corpus_stats', 0);
+-- only if: SELECT toUInt8(countIf(name = 'corpus_stats') = 0 AND countIf(name = 'corpus_stats_typed') = 1) FROM system.tables WHERE database = currentDatabase()
+-- in moraine_local
+RENAME TABLE moraine_local.corpus_stats_typed TO moraine_local.corpus_stats ON CLUSTER moraine;
+-- (whether or not the condition above held)
+-- in moraine
+DROP TABLE IF EXISTS moraine.corpus_stats ON CLUSTER moraine SYNC;
+-- (whether or not the condition above held)
+-- in moraine
+CREATE TABLE IF NOT EXISTS moraine.corpus_stats ON CLUSTER moraine AS moraine_local.corpus_stats
+ENGINE = Distributed('moraine', 'moraine_local', 'corpus_stats', 0);
+-- only if: SELECT toUInt8(count() = 1) FROM system.tables WHERE database = currentDatabase() AND name = 'corpus_stats' AND sorting_key = 'event_type'
+-- in moraine
+DROP TABLE IF EXISTS moraine.corpus_stats_untyped ON CLUSTER moraine SYNC;
+-- only if: SELECT toUInt8(count() = 1) FROM system.tables WHERE database = currentDatabase() AND name = 'corpus_stats' AND sorting_key = 'event_type'
+-- in moraine_local
+DROP TABLE IF EXISTS moraine_local.corpus_stats_untyped ON CLUSTER moraine SYNC;
+-- only if: SELECT toUInt8(count() = 1) FROM system.tables WHERE database = currentDatabase() AND name = 'corpus_stats' AND sorting_key = 'event_type'
+-- in moraine
+DROP TABLE IF EXISTS moraine.corpus_stats_typed ON CLUSTER moraine SYNC;
+-- only if: SELECT toUInt8(count() = 1) FROM system.tables WHERE database = currentDatabase() AND name = 'corpus_stats' AND sorting_key = 'event_type'
+-- in moraine_local
+DROP TABLE IF EXISTS moraine_local.corpus_stats_typed ON CLUSTER moraine SYNC;
+-- in moraine_local
+CREATE MATERIALIZED VIEW IF NOT EXISTS moraine_local.corpus_stats_mv ON CLUSTER moraine TO moraine_local.corpus_stats AS
+SELECT
+    toUInt8(event_type) AS event_type,
+    toInt64(count()) AS docs,
+    toInt64(sum(doc_len)) AS total_len
+FROM event_ingest
+WHERE searchable
+GROUP BY event_type;
+-- in moraine_local
+SELECT throwIf(count() != 2, 'term_df and corpus_stats were not re-keyed by event type') FROM system.tables
+WHERE database = currentDatabase()
+  AND ((name = 'term_df' AND sorting_key = 'term, event_type') OR (name = 'corpus_stats' AND sorting_key = 'event_type'));

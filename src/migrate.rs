@@ -43,6 +43,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(8, "008_write_once"),
     migration!(9, "009_impact_tiers"),
     migration!(10, "010_point_lookups"),
+    migration!(11, "011_statistics_by_type"),
 ];
 
 /// The longest one migration statement may run.

@@ -34,8 +34,9 @@ pub fn placement(table: &str) -> Option<Placement> {
         // only places the counts a retraction or a repair inserts; it depends on the term
         // alone, so a retraction sent again sends each row where it went the first time, to
         // be deduplicated there by its token.
-        "term_df" => Sharded("term"),
-        "corpus_stats" => Sharded("k"),
+        "term_df" | "term_df_typed" | "term_df_untyped" => Sharded("term"),
+        // A handful of rows, every version of the table: one shard takes what is inserted.
+        "corpus_stats" | "corpus_stats_typed" | "corpus_stats_untyped" => Sharded("0"),
         "ingest_checkpoints" | "raw_chunks" => Sharded("file_key"),
         "search_query_log" | "search_hit_log" => Sharded("cityHash64(query_id)"),
         "service_keys" | "schema_migrations" | "write_gate" => Everywhere,

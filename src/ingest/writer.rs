@@ -321,20 +321,22 @@ async fn delete_postings(
 #[derive(Debug, serde::Deserialize, clickhouse::Row)]
 struct Doomed {
     docs: u64,
-    total_len: i64,
     first_batch: u64,
     last_batch: u64,
 }
 
+/// A term's document frequency among the documents of one event type.
 #[derive(Debug, serde::Serialize, serde::Deserialize, clickhouse::Row)]
 struct TermDfRow {
     term: u64,
+    event_type: u8,
     df: i64,
 }
 
-#[derive(Debug, serde::Serialize, clickhouse::Row)]
+/// The documents of one event type and their total length.
+#[derive(Debug, serde::Serialize, serde::Deserialize, clickhouse::Row)]
 struct CorpusStatsRow {
-    k: u8,
+    event_type: u8,
     docs: i64,
     total_len: i64,
 }
@@ -344,7 +346,7 @@ impl Doomed {
         let doomed: Option<Self> = db
             .read(
                 "retract_doomed",
-                "SELECT count() AS docs, toInt64(sum(doc_len)) AS total_len, min(batch) AS first_batch, \
+                "SELECT count() AS docs, min(batch) AS first_batch, \
                  max(batch) AS last_batch FROM events \
                  WHERE session_key = {s:UInt64} AND line_no > {l:UInt32} AND searchable",
             )
@@ -366,10 +368,10 @@ impl Doomed {
             .read(
                 "retract_term_df",
                 concat!(
-                    "SELECT term, toInt64(count()) AS df FROM postings WHERE sess = {s:UInt64} \
-                     AND doc IN (",
+                    "SELECT term, toUInt8(kind % 128) AS event_type, toInt64(count()) AS df \
+                     FROM postings WHERE sess = {s:UInt64} AND doc IN (",
                     doomed_events!(),
-                    ") GROUP BY term ORDER BY term"
+                    ") GROUP BY term, event_type ORDER BY term, event_type"
                 ),
             )
             .param("s", session_key)
@@ -380,19 +382,19 @@ impl Doomed {
             row.df = -row.df;
         }
         insert_once(db, "retract_term_df", "term_df", &terms, &token).await?;
-        let corpus = CorpusStatsRow {
-            k: 0,
-            docs: -(self.docs as i64),
-            total_len: -self.total_len,
-        };
-        insert_once(
-            db,
-            "retract_corpus_stats",
-            "corpus_stats",
-            &[corpus],
-            &token,
-        )
-        .await
+        let corpus: Vec<CorpusStatsRow> = db
+            .read(
+                "retract_corpus_stats",
+                "SELECT toUInt8(event_type) AS event_type, -toInt64(count()) AS docs, \
+                 -toInt64(sum(doc_len)) AS total_len FROM events \
+                 WHERE session_key = {s:UInt64} AND line_no > {l:UInt32} AND searchable \
+                 GROUP BY event_type ORDER BY event_type",
+            )
+            .param("s", session_key)
+            .param("l", after_line)
+            .fetch_all(db, db.default_deadline())
+            .await?;
+        insert_once(db, "retract_corpus_stats", "corpus_stats", &corpus, &token).await
     }
 }
 
@@ -454,33 +456,26 @@ pub async fn repair_statistics(db: &Db) -> Result<bool, DbError> {
         }
     }
     let orphans = !orphans.is_empty();
-    let counted: Option<(i64, i64)> = db
-        .read(
-            "statistics_counted",
-            "SELECT toInt64(countIf(searchable)), toInt64(sumIf(doc_len, searchable)) FROM events",
-        )
-        .fetch_optional(db, deadline)
-        .await?;
-    let kept: Option<(i64, i64)> = db
-        .read(
-            "statistics_kept",
-            "SELECT sum(docs), sum(total_len) FROM corpus_stats",
-        )
-        .fetch_optional(db, deadline)
-        .await?;
-    let (counted, kept) = (counted.unwrap_or_default(), kept.unwrap_or_default());
     let mut corrected = orphans;
-    if counted != kept {
-        tracing::warn!(?counted, ?kept, "correcting the corpus statistics");
-        let correction = CorpusStatsRow {
-            k: 0,
-            docs: counted.0 - kept.0,
-            total_len: counted.1 - kept.1,
-        };
+    // Per event type: what the events count, less what the statistics hold.
+    let corpus: Vec<CorpusStatsRow> = db
+        .read(
+            "statistics_corpus",
+            "SELECT t AS event_type, toInt64(c) - k AS docs, toInt64(l) - kl AS total_len FROM \
+             (SELECT toUInt8(event_type) AS t, count() AS c, sum(doc_len) AS l FROM events \
+              WHERE searchable GROUP BY t) AS counted \
+             FULL OUTER JOIN (SELECT event_type AS t, sum(docs) AS k, sum(total_len) AS kl \
+              FROM corpus_stats GROUP BY t) AS kept \
+             USING (t) WHERE toInt64(c) != k OR toInt64(l) != kl ORDER BY t",
+        )
+        .fetch_all(db, deadline)
+        .await?;
+    if !corpus.is_empty() {
+        tracing::warn!(types = corpus.len(), "correcting the corpus statistics");
         db.insert(
             "statistics_corpus",
             "corpus_stats",
-            &[correction],
+            &corpus,
             &[("insert_deduplicate", "0")],
         )
         .await?;
@@ -490,19 +485,22 @@ pub async fn repair_statistics(db: &Db) -> Result<bool, DbError> {
         .read(
             "statistics_totals",
             "SELECT toInt64(ifNull((SELECT count() FROM postings), 0)), \
-             toInt64(ifNull((SELECT sum(df) FROM term_df), 0))",
+             toInt64(ifNull((SELECT sum(abs(df)) FROM (SELECT sum(df) AS df FROM term_df \
+             GROUP BY term, event_type)), 0))",
         )
         .fetch_optional(db, deadline)
         .await?;
     let (postings, df) = totals.unwrap_or_default();
+    // A total of absolute per-(term, type) counts: a count filed under a wrong type shows
+    // (in a plain sum it would cancel out).
     if postings != df {
         tracing::warn!(postings, df, "correcting the document frequencies");
         db.write(
             "statistics_term_df",
-            "INSERT INTO term_df SELECT term, toInt64(p) - d FROM \
-             (SELECT term, count() AS p FROM postings GROUP BY term) AS counted \
-             FULL OUTER JOIN (SELECT term, sum(df) AS d FROM term_df GROUP BY term) AS kept \
-             USING (term) WHERE toInt64(p) != d",
+            "INSERT INTO term_df SELECT term, t, toInt64(p) - d FROM \
+             (SELECT term, toUInt8(kind % 128) AS t, count() AS p FROM postings GROUP BY term, t) AS counted \
+             FULL OUTER JOIN (SELECT term, event_type AS t, sum(df) AS d FROM term_df GROUP BY term, t) AS kept \
+             USING (term, t) WHERE toInt64(p) != d",
         )
         .setting("insert_deduplicate", "0")
         .execute(db, deadline)

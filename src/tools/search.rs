@@ -219,7 +219,12 @@ impl Tool for SearchSessions {
             return Ok(answer(request, Vec::new(), false, warnings, sla_target_ms));
         }
         let hashes: Vec<u64> = terms.iter().map(|t| term_hash(t)).collect();
-        let statistics = ctx.stats.for_terms(&ctx.db, &hashes, deadline).await?;
+        // The statistics of the types searched: events a search leaves out weigh nothing.
+        let types: Vec<u8> = request.event_types.iter().map(|t| t.code()).collect();
+        let statistics = ctx
+            .stats
+            .for_terms(&ctx.db, &hashes, &types, deadline)
+            .await?;
         let (hashes, statistics) = weigh(&weighted, hashes, statistics);
         let (scored, truncated) = score(
             ctx,
@@ -389,8 +394,10 @@ impl Scope {
     }
 }
 
-/// The terms to score with: each term's IDF scaled by its weight, and variants the corpus
-/// does not hold left out (they would only loosen the impact tiers' bounds).
+/// The terms to score with: each term's IDF scaled by its weight; the parts of a compound the
+/// corpus holds whole left out (the whole ranks its documents; the parts would rank documents
+/// that only share a fragment above a long one that holds it), and variants the corpus does not
+/// hold left out (they would only loosen the impact tiers' bounds).
 fn weigh(
     weighted: &[query::QueryTerm],
     hashes: Vec<u64>,
@@ -402,8 +409,17 @@ fn weigh(
         dfs: Vec::with_capacity(hashes.len()),
         average_length: statistics.average_length,
     };
+    let held = |whole: &String| {
+        weighted
+            .iter()
+            .position(|t| &t.term == whole)
+            .is_some_and(|at| statistics.dfs[at] > 0)
+    };
     for (i, term) in weighted.iter().enumerate() {
         if !term.written && statistics.dfs[i] == 0 {
+            continue;
+        }
+        if term.part_of.iter().any(held) {
             continue;
         }
         kept.push(hashes[i]);

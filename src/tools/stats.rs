@@ -1,5 +1,6 @@
-//! BM25 statistics for queries: document frequencies and corpus size, read from the precomputed
-//! `term_df` and `corpus_stats` tables and kept for a short while in process.
+//! BM25 statistics for queries: document frequencies and corpus size over the event types a
+//! search covers, read from the precomputed `term_df` and `corpus_stats` tables (kept per
+//! event type) and kept for a short while in process, per set of types.
 //!
 //! Reading them inside the scoring statement (as scalar subqueries) doubled its cost; terms
 //! repeat heavily across queries (their frequencies are Zipfian), so a small cache removes the
@@ -40,15 +41,18 @@ struct Cache {
     df: HashMap<u64, (Instant, u64)>,
 }
 
-/// The shared statistics cache.
+/// The shared statistics cache: one [`Cache`] per set of event types searched (a bit per
+/// type code), and the whole corpus's size.
 #[derive(Default)]
 pub(crate) struct Statistics {
-    cache: Mutex<Cache>,
+    caches: Mutex<HashMap<u16, Cache>>,
+    documents: std::sync::atomic::AtomicU64,
 }
 
 #[derive(Debug, clickhouse::Row, Deserialize)]
 struct StatRow {
-    /// 0: corpus (a = documents, b = total length); 1: a term (a = hash, b = df).
+    /// 0: the searched types (a = documents, b = total length); 1: a term (a = hash, b = df);
+    /// 2: the whole corpus (a = documents).
     kind: u8,
     a: u64,
     b: i64,
@@ -57,7 +61,7 @@ struct StatRow {
 /// Frequencies of the missing terms (a macro, so [`STATS_SQL`] can extend it).
 macro_rules! df_sql {
     () => {
-        "SELECT toUInt8(1) AS kind, term AS a, sum(df) AS b FROM term_df WHERE term IN {terms:Array(UInt64)} GROUP BY term"
+        "SELECT toUInt8(1) AS kind, term AS a, sum(df) AS b FROM term_df WHERE term IN {terms:Array(UInt64)} AND event_type IN {types:Array(UInt8)} GROUP BY term"
     };
 }
 const DF_SQL: &str = df_sql!();
@@ -67,20 +71,27 @@ const DF_SQL: &str = df_sql!();
 /// when needed.)
 const STATS_SQL: &str = concat!(
     df_sql!(),
-    " UNION ALL SELECT toUInt8(0), toUInt64(greatest(sum(docs), 0)), sum(total_len) FROM corpus_stats"
+    " UNION ALL SELECT toUInt8(0), toUInt64(greatest(sumIf(docs, event_type IN {types:Array(UInt8)}), 0)), \
+     sumIf(total_len, event_type IN {types:Array(UInt8)}) FROM corpus_stats \
+     UNION ALL SELECT toUInt8(2), toUInt64(greatest(sum(docs), 0)), toInt64(0) FROM corpus_stats"
 );
 
 impl Statistics {
-    /// The statistics of `terms`, from the cache where fresh, otherwise from ClickHouse.
+    /// The statistics of `terms` among the documents of event `types` (type codes), from the
+    /// cache where fresh, otherwise from ClickHouse.
     pub(crate) async fn for_terms(
         &self,
         db: &Db,
         terms: &[u64],
+        types: &[u8],
         deadline: Instant,
     ) -> Result<QueryStats, DbError> {
         let now = Instant::now();
+        let set = types.iter().fold(0u16, |set, t| set | 1 << (t % 16));
         let (missing, corpus_fresh) = {
-            let cache = self.cache.lock().expect("statistics lock");
+            let caches = self.caches.lock().expect("statistics lock");
+            let empty = Cache::default();
+            let cache = caches.get(&set).unwrap_or(&empty);
             let corpus_fresh = cache
                 .corpus
                 .is_some_and(|(at, _, _)| now.duration_since(at) < CORPUS_TTL);
@@ -106,12 +117,18 @@ impl Statistics {
         let rows: Vec<StatRow> = db
             .read("search_stats", sql)
             .param("terms", asked)
+            .param("types", types)
             // On a cluster every shard counts every term (for its own documents): a filter on
             // `term` must not narrow the read to the shard the sharding key names.
             .setting("optimize_skip_unused_shards", "0")
             .fetch_all(db, deadline)
             .await?;
-        let mut cache = self.cache.lock().expect("statistics lock");
+        if let Some(row) = rows.iter().find(|r| r.kind == 2) {
+            self.documents
+                .store(row.a, std::sync::atomic::Ordering::Relaxed);
+        }
+        let mut caches = self.caches.lock().expect("statistics lock");
+        let cache = caches.entry(set).or_default();
         if cache.df.len() + asked.len() > MAX_TERMS {
             cache.df.clear();
         }
@@ -130,19 +147,15 @@ impl Statistics {
         for term in asked {
             cache.df.remove(term);
         }
-        for row in rows.iter().filter(|r| r.kind != 0) {
+        for row in rows.iter().filter(|r| r.kind == 1) {
             cache.df.insert(row.a, (now, row.b.max(0) as u64));
         }
         Ok(cache.stats(terms))
     }
 
-    /// Searchable documents as of the last read (0 before any search).
+    /// Searchable documents of every type as of the last read (0 before any search).
     pub(crate) fn documents(&self) -> u64 {
-        self.cache
-            .lock()
-            .expect("statistics lock")
-            .corpus
-            .map_or(0, |(_, n, _)| n)
+        self.documents.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 

@@ -652,12 +652,20 @@ pub struct Snapshot {
     pub turns: Vec<TurnFacts>,
     pub sessions: Vec<SessionFacts>,
     pub postings: Vec<(u64, u64, u64, u16, u16, u8)>,
-    pub term_df: Vec<(u64, i64)>,
-    pub corpus: (i64, i64),
+    /// Document frequency per (term, event type).
+    pub term_df: Vec<(u64, u8, i64)>,
+    /// Documents and their total length per event type.
+    pub corpus: Vec<(u8, i64, i64)>,
 }
 
 pub async fn snapshot(db: &Db) -> Snapshot {
     let d = || db.default_deadline();
+    let typed: bool = db
+        .read("t", "SELECT count() > 0 FROM system.columns WHERE database = currentDatabase() AND table = 'term_df' AND name = 'event_type'")
+        .fetch_optional(db, d())
+        .await
+        .unwrap()
+        .unwrap_or(false);
     Snapshot {
         events: db
             .read("t", "SELECT session_key, event_key, turn_ordinal, ordinal, toUInt8(event_type), text, raw, doc_len, searchable FROM events ORDER BY session_key, turn_ordinal, ordinal")
@@ -679,16 +687,16 @@ pub async fn snapshot(db: &Db) -> Snapshot {
             .fetch_all(db, d())
             .await
             .unwrap(),
+        // Before migration 011 the statistics had no event type: read as type 0.
         term_df: db
-            .read("t", "SELECT term, sum(df) AS n FROM term_df GROUP BY term HAVING n != 0 ORDER BY term")
+            .read("t", if typed { "SELECT term, event_type, sum(df) AS n FROM term_df GROUP BY term, event_type HAVING n != 0 ORDER BY term, event_type" } else { "SELECT term, toUInt8(0), sum(df) AS n FROM term_df GROUP BY term HAVING n != 0 ORDER BY term" })
             .fetch_all(db, d())
             .await
             .unwrap(),
         corpus: db
-            .read("t", "SELECT sum(docs), sum(total_len) FROM corpus_stats")
-            .fetch_optional(db, d())
+            .read("t", if typed { "SELECT event_type, sum(docs) AS n, sum(total_len) FROM corpus_stats GROUP BY event_type HAVING n != 0 ORDER BY event_type" } else { "SELECT toUInt8(0), sum(docs) AS n, sum(total_len) FROM corpus_stats HAVING n != 0" })
+            .fetch_all(db, d())
             .await
-            .unwrap()
             .unwrap(),
     }
 }
@@ -724,7 +732,7 @@ impl Snapshot {
             first_difference("sessions", &self.sessions, &reference.sessions),
             first_difference("postings", &self.postings, &reference.postings),
             first_difference("term_df", &self.term_df, &reference.term_df),
-            first_difference("corpus_stats", &[self.corpus], &[reference.corpus]),
+            first_difference("corpus_stats", &self.corpus, &reference.corpus),
         ]
         .into_iter()
         .flatten()
@@ -739,17 +747,20 @@ impl Snapshot {
 
 /// The statistics equal what the postings imply: no double counting, nothing lost.
 pub fn assert_statistics_exact(s: &Snapshot) {
-    let mut df: BTreeMap<u64, i64> = BTreeMap::new();
+    let mut df: BTreeMap<(u64, u8), i64> = BTreeMap::new();
     for posting in &s.postings {
-        *df.entry(posting.0).or_default() += 1;
+        *df.entry((posting.0, posting.5 % 128)).or_default() += 1;
     }
-    assert_eq!(s.term_df, df.into_iter().collect::<Vec<_>>());
-    let searchable: Vec<_> = s.events.iter().filter(|e| e.8).collect();
-    assert_eq!(s.corpus.0, searchable.len() as i64);
-    assert_eq!(
-        s.corpus.1,
-        searchable.iter().map(|e| e.7 as i64).sum::<i64>()
-    );
+    let df: Vec<(u64, u8, i64)> = df.into_iter().map(|((t, k), n)| (t, k, n)).collect();
+    assert_eq!(s.term_df, df);
+    let mut corpus: BTreeMap<u8, (i64, i64)> = BTreeMap::new();
+    for event in s.events.iter().filter(|e| e.8) {
+        let entry = corpus.entry(event.4).or_default();
+        entry.0 += 1;
+        entry.1 += i64::from(event.7);
+    }
+    let corpus: Vec<(u8, i64, i64)> = corpus.into_iter().map(|(k, (n, l))| (k, n, l)).collect();
+    assert_eq!(s.corpus, corpus);
 }
 
 /// Writes `sessions` Claude Code sessions under `dir`, each of `turns` turns whose prompts and

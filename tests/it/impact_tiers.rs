@@ -337,7 +337,7 @@ async fn an_index_of_the_previous_schema_is_upgraded_in_place_and_keeps_every_po
     let before = common::snapshot(&db).await;
     let before_hash = postings_hash(&db).await;
 
-    moraine_mcp::migrate::migrate(&settings.clickhouse, &db)
+    moraine_mcp::migrate::migrate_to(&settings.clickhouse, &db, 10)
         .await
         .unwrap();
     assert_eq!(postings_key(&db).await, "term, tier, sess, doc");
@@ -355,12 +355,15 @@ async fn an_index_of_the_previous_schema_is_upgraded_in_place_and_keeps_every_po
     .execute(&db, db.default_deadline())
     .await
     .unwrap();
-    moraine_mcp::migrate::migrate(&settings.clickhouse, &db)
+    moraine_mcp::migrate::migrate_to(&settings.clickhouse, &db, 10)
         .await
         .unwrap();
     assert_eq!(common::snapshot(&db).await, before);
 
     // New logs are indexed into the upgraded table, as into a new database.
+    moraine_mcp::migrate::migrate(&settings.clickhouse, &db)
+        .await
+        .unwrap();
     generate(&dir, 6, 20, 600);
     common::ingest_paths(&settings, &db, &dir).await;
     let (fresh_settings, fresh) = common::fresh_db().await;

@@ -117,8 +117,8 @@ async fn a_killed_runs_late_insert_is_found_and_the_session_rebuilt() {
     // What the late insert stores: the session's events again, under an older write, with
     // their postings and the statistics the index views add for them.
     for sql in [
-        "INSERT INTO term_df SELECT term, toInt64(count()) FROM postings WHERE sess = {s:UInt64} GROUP BY term",
-        "INSERT INTO corpus_stats SELECT 0, toInt64(countIf(searchable)), toInt64(sumIf(doc_len, searchable)) FROM events WHERE session_key = {s:UInt64}",
+        "INSERT INTO term_df SELECT term, toUInt8(kind % 128) AS t, toInt64(count()) FROM postings WHERE sess = {s:UInt64} GROUP BY term, t",
+        "INSERT INTO corpus_stats SELECT toUInt8(event_type) AS t, toInt64(count()), toInt64(sum(doc_len)) FROM events WHERE session_key = {s:UInt64} AND searchable GROUP BY t",
         "INSERT INTO postings SELECT * FROM postings WHERE sess = {s:UInt64}",
         "INSERT INTO events SELECT * REPLACE (batch - 1 AS batch) FROM events WHERE session_key = {s:UInt64}",
     ] {
@@ -212,10 +212,10 @@ async fn postings_stored_without_their_events_are_dropped_before_the_next_run() 
     ingest_paths(&settings, &db, &dir).await;
     // What the died insert stored of the last turn: its postings and the views' statistics.
     for sql in [
-        "INSERT INTO term_df SELECT term, toInt64(count()) FROM {whole:Identifier}.postings \
-         WHERE doc NOT IN (SELECT event_key FROM events) GROUP BY term",
-        "INSERT INTO corpus_stats SELECT 0, toInt64(countIf(searchable)), toInt64(sumIf(doc_len, searchable)) \
-         FROM {whole:Identifier}.events WHERE event_key NOT IN (SELECT event_key FROM events)",
+        "INSERT INTO term_df SELECT term, toUInt8(kind % 128) AS t, toInt64(count()) FROM {whole:Identifier}.postings \
+         WHERE doc NOT IN (SELECT event_key FROM events) GROUP BY term, t",
+        "INSERT INTO corpus_stats SELECT toUInt8(event_type) AS t, toInt64(count()), toInt64(sum(doc_len)) \
+         FROM {whole:Identifier}.events WHERE event_key NOT IN (SELECT event_key FROM events) AND searchable GROUP BY t",
         "INSERT INTO postings SELECT * FROM {whole:Identifier}.postings \
          WHERE doc NOT IN (SELECT event_key FROM events)",
     ] {
@@ -253,9 +253,9 @@ async fn statistics_a_dead_engine_left_wrong_are_corrected() {
             .unwrap()
     );
     for sql in [
-        "INSERT INTO corpus_stats VALUES (0, 500, 12345)",
-        "INSERT INTO term_df SELECT term, 3 FROM postings LIMIT 7",
-        "INSERT INTO term_df VALUES (42, 1)",
+        "INSERT INTO corpus_stats VALUES (1, 500, 12345)",
+        "INSERT INTO term_df SELECT term, 2, 3 FROM postings LIMIT 7",
+        "INSERT INTO term_df VALUES (42, 1, 1)",
     ] {
         db.write("t", sql)
             .setting("insert_deduplicate", "0")

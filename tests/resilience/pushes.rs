@@ -154,10 +154,10 @@ async fn a_push_after_a_cut_write_repairs_the_index_before_writing() {
         .unwrap();
     // What the cut insert of the last turn stored: its postings and the views' statistics.
     for sql in [
-        "INSERT INTO term_df SELECT term, toInt64(count()) FROM {whole:Identifier}.postings \
-         WHERE doc NOT IN (SELECT event_key FROM events) GROUP BY term",
-        "INSERT INTO corpus_stats SELECT 0, toInt64(countIf(searchable)), toInt64(sumIf(doc_len, searchable)) \
-         FROM {whole:Identifier}.events WHERE event_key NOT IN (SELECT event_key FROM events)",
+        "INSERT INTO term_df SELECT term, toUInt8(kind % 128) AS t, toInt64(count()) FROM {whole:Identifier}.postings \
+         WHERE doc NOT IN (SELECT event_key FROM events) GROUP BY term, t",
+        "INSERT INTO corpus_stats SELECT toUInt8(event_type) AS t, toInt64(count()), toInt64(sum(doc_len)) \
+         FROM {whole:Identifier}.events WHERE event_key NOT IN (SELECT event_key FROM events) AND searchable GROUP BY t",
         "INSERT INTO postings SELECT * FROM {whole:Identifier}.postings \
          WHERE doc NOT IN (SELECT event_key FROM events)",
     ] {

@@ -1,13 +1,11 @@
 //! How a question becomes weighted query terms: English function words set aside, the parts
-//! of a compound or identifier weighed below the whole, and inflections and common
-//! abbreviations of each word added at a lower weight. Weights scale each term's IDF, so BM25
-//! and the impact tiers' bounds see them alike; the index is untouched.
+//! of a compound or identifier left to stand in only for a whole the corpus does not hold, and
+//! inflections and common abbreviations of each word added at a lower weight. Weights scale
+//! each term's IDF, so BM25 and the impact tiers' bounds see them alike; the index is
+//! untouched.
 
 use crate::tokenize::for_each_token;
 
-/// Weight of a part inside a compound or identifier the query also names whole (`12` in
-/// `1.12.3`): documents with the whole rank above those with only its parts.
-const PART_WEIGHT: f64 = 0.3;
 /// Weight of another form of a word (`redirects` for `redirect`) or of its usual synonym.
 const VARIANT_WEIGHT: f64 = 0.6;
 /// Shortest word whose inflections are tried.
@@ -20,6 +18,10 @@ pub(super) struct QueryTerm {
     pub weight: f64,
     /// Written in the query (not a variant this module added).
     pub written: bool,
+    /// The compounds or identifiers of the query this term is a part of (`12` of `1.12.3`):
+    /// it counts only when the corpus holds none of them whole, so a document with the whole
+    /// is never outranked by one with its parts.
+    pub part_of: Vec<String>,
 }
 
 /// The weighted terms of `query`, at most `max_terms` of them: written terms first (function
@@ -32,25 +34,35 @@ pub(super) fn weighted_terms(query: &str, max_terms: usize) -> (Vec<QueryTerm>, 
             tokens.push((term.to_owned(), span));
         }
     });
-    let is_part = |i: usize| {
+    let wholes = |i: usize| -> Vec<String> {
         let span = &tokens[i].1;
-        tokens.iter().enumerate().any(|(j, (_, other))| {
-            j != i && other.start <= span.start && span.end <= other.end && other.len() > span.len()
-        })
+        tokens
+            .iter()
+            .enumerate()
+            .filter(|(j, (_, other))| {
+                *j != i
+                    && other.start <= span.start
+                    && span.end <= other.end
+                    && other.len() > span.len()
+            })
+            .map(|(_, (term, _))| term.clone())
+            .collect()
     };
-    let parts: Vec<bool> = (0..tokens.len()).map(is_part).collect();
+    let part_of: Vec<Vec<String>> = (0..tokens.len()).map(wholes).collect();
+    let parts: Vec<bool> = part_of.iter().map(|w| !w.is_empty()).collect();
     let content = tokens
         .iter()
         .zip(&parts)
         .any(|((term, _), part)| !*part && !is_function_word(term));
     let mut written: Vec<QueryTerm> = tokens
         .iter()
-        .zip(&parts)
-        .filter(|((term, _), part)| !content || **part || !is_function_word(term))
-        .map(|((term, _), part)| QueryTerm {
+        .zip(part_of)
+        .filter(|((term, _), wholes)| !content || !wholes.is_empty() || !is_function_word(term))
+        .map(|((term, _), wholes)| QueryTerm {
             term: term.clone(),
-            weight: if *part { PART_WEIGHT } else { 1.0 },
+            weight: 1.0,
             written: true,
+            part_of: wholes,
         })
         .collect();
     let cut = written.len().saturating_sub(max_terms);
@@ -58,7 +70,7 @@ pub(super) fn weighted_terms(query: &str, max_terms: usize) -> (Vec<QueryTerm>, 
     let mut variants: Vec<QueryTerm> = Vec::new();
     for word in written
         .iter()
-        .filter(|t| t.weight == 1.0 && !is_function_word(&t.term))
+        .filter(|t| t.part_of.is_empty() && !is_function_word(&t.term))
     {
         for form in variants_of(&word.term) {
             let known = written.iter().chain(&variants).any(|t| t.term == form);
@@ -67,6 +79,7 @@ pub(super) fn weighted_terms(query: &str, max_terms: usize) -> (Vec<QueryTerm>, 
                     term: form,
                     weight: VARIANT_WEIGHT,
                     written: false,
+                    part_of: Vec::new(),
                 });
             }
         }
@@ -193,6 +206,11 @@ mod tests {
             .collect()
     }
 
+    fn wholes_of(query: &str, term: &str) -> Vec<String> {
+        let (terms, _) = weighted_terms(query, 32);
+        terms.into_iter().find(|t| t.term == term).unwrap().part_of
+    }
+
     #[test]
     fn test_function_words_sorted_and_left_out_unless_nothing_else_is_asked() {
         assert!(FUNCTION_WORDS.windows(2).all(|w| w[0] < w[1]));
@@ -212,14 +230,17 @@ mod tests {
     }
 
     #[test]
-    fn test_compound_parts_weigh_less_than_the_whole() {
-        let asked = terms("lefthook 1.12.3");
-        assert!(asked.contains(&("1.12.3".into(), 1.0)));
-        assert!(asked.contains(&("12".into(), PART_WEIGHT)));
+    fn test_compound_parts_know_their_wholes_and_get_no_variants() {
+        assert_eq!(wholes_of("lefthook 1.12.3", "12"), ["1.12.3"]);
+        assert!(wholes_of("lefthook 1.12.3", "1.12.3").is_empty());
+        assert_eq!(
+            wholes_of("rust_v1.example.ci", "rust"),
+            ["rust_v1", "rust_v1.example.ci"]
+        );
         let asked = terms("run_migration failed");
         assert!(asked.contains(&("run_migration".into(), 1.0)));
-        assert!(asked.contains(&("migration".into(), PART_WEIGHT)));
         assert!(asked.contains(&("fail".into(), VARIANT_WEIGHT)));
+        assert!(!asked.iter().any(|(t, _)| t == "migrations"));
     }
 
     #[test]

@@ -176,11 +176,15 @@ async fn a_migration_waits_for_writes_and_for_the_lease_of_a_writer_that_died() 
     });
     let limit = Duration::from_secs(120);
     let report = tokio::time::timeout(limit, upgrade).await.unwrap();
-    assert_eq!(report.unwrap().unwrap().applied, vec![10]);
+    let latest = migrate::latest_version();
+    assert_eq!(
+        report.unwrap().unwrap().applied,
+        (10..=latest).collect::<Vec<_>>()
+    );
     let seen = tokio::time::timeout(limit, waiting).await.unwrap();
     assert_eq!(
         seen.unwrap(),
-        Some(10),
+        Some(latest),
         "the waiting write started after the migration"
     );
     // Nothing pending: a migrate run neither announces itself nor waits for writers.
@@ -306,7 +310,9 @@ async fn turns_and_sessions_of_the_previous_schema_get_small_granules_and_keep_e
             .unwrap();
     }
 
-    migrate::migrate(&settings.clickhouse, &db).await.unwrap();
+    migrate::migrate_to(&settings.clickhouse, &db, 10)
+        .await
+        .unwrap();
     assert!(has_small_granules(&db, "turns").await);
     assert!(has_small_granules(&db, "sessions").await);
     let after = copied_tables(&db).await;
@@ -320,11 +326,14 @@ async fn turns_and_sessions_of_the_previous_schema_get_small_granules_and_keep_e
     .execute(&db, db.default_deadline())
     .await
     .unwrap();
-    migrate::migrate(&settings.clickhouse, &db).await.unwrap();
+    migrate::migrate_to(&settings.clickhouse, &db, 10)
+        .await
+        .unwrap();
     let again = copied_tables(&db).await;
     assert_eq!(again, hashes);
 
     // New logs land in the new tables as in a new database.
+    migrate::migrate(&settings.clickhouse, &db).await.unwrap();
     common::write_sessions(&dir, 8, 5, 4, "granule");
     common::ingest_paths(&settings, &db, &dir).await;
     let (fresh_settings, fresh) = fresh_db().await;
@@ -332,5 +341,70 @@ async fn turns_and_sessions_of_the_previous_schema_get_small_granules_and_keep_e
     common::snapshot(&db)
         .await
         .assert_same_as(&common::snapshot(&fresh).await);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[tokio::test]
+async fn statistics_of_the_previous_schema_are_counted_per_event_type_exactly() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("typed-stats-{}", uuid::Uuid::new_v4().simple()));
+    let settings = config_for(&common::shared_engine_url());
+    let db = Db::new(&settings.clickhouse, Metrics::new(&settings.sla));
+    db.wait_until_ready(Duration::from_secs(30)).await.unwrap();
+    migrate::migrate_to(&settings.clickhouse, &db, 10)
+        .await
+        .unwrap();
+    common::write_sessions(&dir, 11, 6, 5, "typedword");
+    common::ingest_paths(&settings, &db, &dir).await;
+    let totals = |db: Db| async move {
+        db.read(
+            "t",
+            "SELECT toInt64(assumeNotNull((SELECT sum(df) FROM term_df))), toInt64(assumeNotNull((SELECT sum(docs) FROM corpus_stats))), \
+             toInt64(assumeNotNull((SELECT sum(total_len) FROM corpus_stats)))",
+        )
+        .fetch_optional::<(i64, i64, i64)>(&db, db.default_deadline())
+        .await
+        .unwrap()
+        .unwrap()
+    };
+    let before = totals(db.clone()).await;
+    assert!(before.0 > 0 && before.1 > 0);
+    // A run cut off after copying part of the frequencies: the copy starts again, empty.
+    let sql = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sql/011_statistics_by_type.sql"),
+    )
+    .unwrap();
+    let from = sql
+        .find("CREATE TABLE IF NOT EXISTS term_df_typed")
+        .unwrap();
+    let create = &sql[from..from + sql[from..].find(';').unwrap()];
+    for statement in [
+        create,
+        "INSERT INTO term_df_typed SELECT term, 1, 5 FROM term_df LIMIT 4",
+    ] {
+        db.write("t", statement)
+            .execute(&db, db.default_deadline())
+            .await
+            .unwrap();
+    }
+    migrate::migrate(&settings.clickhouse, &db).await.unwrap();
+    assert_eq!(totals(db.clone()).await, before, "no count gained or lost");
+    let after = common::snapshot(&db).await;
+    common::assert_statistics_exact(&after);
+    // Cut off before its record: it runs again and changes nothing.
+    db.write(
+        "t",
+        "ALTER TABLE schema_migrations DELETE WHERE version = 11 SETTINGS mutations_sync = 2",
+    )
+    .execute(&db, db.default_deadline())
+    .await
+    .unwrap();
+    migrate::migrate(&settings.clickhouse, &db).await.unwrap();
+    common::snapshot(&db).await.assert_same_as(&after);
+    // New logs are counted per type as in a new database, and a search over the default types
+    // ranks with their statistics alone.
+    common::write_sessions(&dir, 12, 3, 4, "typedword");
+    common::ingest_paths(&settings, &db, &dir).await;
+    common::assert_statistics_exact(&common::snapshot(&db).await);
     std::fs::remove_dir_all(dir).unwrap();
 }

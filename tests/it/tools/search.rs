@@ -348,10 +348,11 @@ async fn search_ranking_scores_and_snippets_follow_the_spec() {
             json!({"query": "rust_v1.example.ci", "event_types": ["tool_response"]}),
         )
         .await;
-    if let Some(hit) = hits(&big).first() {
-        assert_eq!(hit["snippet"]["truncated"], true);
-        assert!(hit["snippet"]["text"].as_str().unwrap().len() < 1000);
-    }
+    let hit = hits(&big)
+        .iter()
+        .find(|h| h["snippet"]["truncated"] == true)
+        .expect("the >64 KiB tool output is among the hits");
+    assert!(hit["snippet"]["text"].as_str().unwrap().len() < 1000);
 }
 
 #[tokio::test]
@@ -551,4 +552,76 @@ async fn a_version_or_a_hyphenated_name_is_found_whole_before_its_parts() {
     }));
     server.stop().await;
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn events_a_search_leaves_out_do_not_weigh_in_its_statistics() {
+    // `zephyr` is in one prompt and in a dozen tool calls; `quokka` in two prompts. Counted over
+    // every event, `zephyr` looks the commoner word and the `quokka` prompts would rank first;
+    // over what a default search covers (prompts, answers, tool output) it is the rarer one.
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("typed-{}", uuid::Uuid::new_v4().simple()));
+    let project = dir.join("projects").join("-home-dev-src-zoo");
+    std::fs::create_dir_all(&project).unwrap();
+    let id = "0000aaaa-0000-4000-8000-00000000beef";
+    let mut lines = Vec::new();
+    let mut second = 0;
+    let mut line = |value: Value| {
+        second += 1;
+        let mut value = value;
+        value["sessionId"] = json!(id);
+        value["timestamp"] = json!(format!("2026-05-01T10:00:{second:02}.000Z"));
+        lines.push(value.to_string());
+    };
+    for (t, word) in ["zephyr", "quokka", "quokka"].iter().enumerate() {
+        line(json!({"type": "user", "cwd": "/home/dev/src/zoo",
+            "message": {"role": "user", "content": format!("{word} note")}}));
+        let calls: Vec<Value> = (0..4)
+            .map(|i| {
+                json!({"type": "tool_use", "id": format!("c{t}{i}"), "name": "Bash",
+                "input": {"command": format!("echo zephyr {i}")}})
+            })
+            .collect();
+        line(json!({"type": "assistant",
+            "message": {"model": "m", "stop_reason": "tool_use", "content": calls}}));
+        let results: Vec<Value> = (0..4)
+            .map(|i| json!({"type": "tool_result", "tool_use_id": format!("c{t}{i}"), "content": "done"}))
+            .collect();
+        line(json!({"type": "user", "message": {"role": "user", "content": results}}));
+        line(json!({"type": "assistant",
+            "message": {"model": "m", "stop_reason": "end_turn", "content": [{"type": "text", "text": "noted"}]}}));
+    }
+    std::fs::write(project.join(format!("{id}.jsonl")), lines.join("\n") + "\n").unwrap();
+    let (config, db) = common::fresh_db().await;
+    common::ingest_paths(&config, &db, &dir).await;
+    let server = TestServer::start(config, db).await;
+    let mut c = Mcp::legacy(&server.mcp_url, None).await;
+    let found = c
+        .ok("search_sessions", json!({"query": "zephyr quokka"}))
+        .await;
+    let first = &hits(&found)[0];
+    assert_eq!(first["event"]["type"], "user_input", "{found}");
+    assert!(
+        first["snippet"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("zephyr"),
+        "the rarer word among the searched events ranks first: {found}"
+    );
+    // Searching the tool calls too, their statistics count: `zephyr` is common there.
+    let all = c
+        .ok(
+            "search_sessions",
+            json!({"query": "zephyr quokka", "event_types": ["user_input", "tool_call"]}),
+        )
+        .await;
+    assert!(
+        hits(&all)[0]["snippet"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("quokka"),
+        "{all}"
+    );
+    server.stop().await;
+    std::fs::remove_dir_all(dir).unwrap();
 }
