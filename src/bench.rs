@@ -245,18 +245,11 @@ pub(crate) async fn run(args: BenchArgs, base: Config) -> anyhow::Result<ExitCod
         out.display()
     );
 
-    let env_dir = out.join("engine-env");
-    let python = base.embedded.python.clone();
-    let environment =
-        tokio::task::spawn_blocking(move || Environment::ensure(&env_dir, &python)).await??;
     let engine_dir = out.join("engine-db");
     if engine_dir.exists() {
         std::fs::remove_dir_all(&engine_dir)?;
     }
-    let log = out.join("engine.log");
-    let engine =
-        tokio::task::spawn_blocking(move || Engine::start(&environment, &engine_dir, 0, &log))
-            .await??;
+    let engine = start_engine(&base, &out, &engine_dir).await?;
 
     if let Some(times) = args.ingest_only {
         for &size in &sizes {
@@ -284,6 +277,21 @@ pub(crate) async fn run(args: BenchArgs, base: Config) -> anyhow::Result<ExitCod
     println!("{markdown}");
     drop(engine);
     Ok(ExitCode::SUCCESS)
+}
+
+/// The embedded engine on a free loopback port, its Python environment under `out/engine-env`
+/// (created on first use), its data in `data`, its log in `out/engine.log`.
+pub(crate) async fn start_engine(
+    base: &Config,
+    out: &std::path::Path,
+    data: &std::path::Path,
+) -> anyhow::Result<Engine> {
+    let env_dir = out.join("engine-env");
+    let python = base.embedded.python.clone();
+    let environment =
+        tokio::task::spawn_blocking(move || Environment::ensure(&env_dir, &python)).await??;
+    let (data, log) = (data.to_owned(), out.join("engine.log"));
+    Ok(tokio::task::spawn_blocking(move || Engine::start(&environment, &data, 0, &log)).await??)
 }
 
 async fn run_size(
@@ -366,7 +374,7 @@ async fn load(
     size: u64,
 ) -> anyhow::Result<Loaded> {
     let label = label(size);
-    let (config, db) = open_database(args, base, url, &label).await?;
+    let (config, db) = open_database(base, url, &format!("bench_{label}"), args.clients).await?;
     let chunk = args
         .chunk_events
         .or((size > 2_000_000).then_some(1_000_000))
@@ -382,18 +390,7 @@ async fn load(
 
     // Steady state: what background merges converge to.
     let merge_started = Instant::now();
-    optimize(
-        &db,
-        &[
-            "events",
-            "postings",
-            "term_df",
-            "corpus_stats",
-            "turns",
-            "sessions",
-        ],
-    )
-    .await?;
+    optimize(&db, STEADY_TABLES).await?;
     let merge_seconds = merge_started.elapsed().as_secs_f64();
     let (documents, sessions, bytes_on_disk): (u64, u64, u64) = db
         .read(
@@ -447,7 +444,8 @@ async fn ingest_rates(
     let generated = generate(args, out, size).await?;
     let mut rates = Vec::new();
     for _ in 0..times.max(1) {
-        let (config, db) = open_database(args, base, url, &label).await?;
+        let (config, db) =
+            open_database(base, url, &format!("bench_{label}"), args.clients).await?;
         let summary = ingest_generated(&config, &db, &label, &generated).await?;
         rates.push(summary.events_per_second());
         crate::db::drop_database(&config.clickhouse).await?;
@@ -466,20 +464,21 @@ async fn ingest_rates(
     Ok(())
 }
 
-/// A fresh, migrated database for the corpus of `label`.
-async fn open_database(
-    args: &BenchArgs,
+/// A fresh, migrated database named `database` on the engine at `url`, for a service that
+/// takes `clients` concurrent callers.
+pub(crate) async fn open_database(
     base: &Config,
     url: &str,
-    label: &str,
+    database: &str,
+    clients: usize,
 ) -> anyhow::Result<(Arc<Config>, Db)> {
     let mut settings = base.settings();
     settings.clickhouse.url = url.to_owned();
-    settings.clickhouse.database = format!("bench_{label}");
+    settings.clickhouse.database = database.to_owned();
     settings.clickhouse.query_timeout_ms = 600_000;
     settings.clickhouse.compression = Compression::None;
     // The concurrent run measures throughput with every client's calls queued, not refused.
-    settings.clickhouse.max_waiting_calls = args.clients;
+    settings.clickhouse.max_waiting_calls = clients;
     settings.server.listen = SocketAddr::from(([127, 0, 0, 1], 0));
     settings.server.shutdown_grace_secs = 5;
     let config = Arc::new(settings.validate()?);
@@ -504,12 +503,22 @@ async fn ingest_generated(
         generated.sessions.iter().map(|(_, n)| n).sum::<u64>(),
         generated.mix()
     );
-    let (logs, problems) =
-        files::from_paths(std::slice::from_ref(&generated.dir), None, Some("bench"));
-    anyhow::ensure!(problems.is_empty(), "corpus problems: {problems:?}");
-    let summary = ingest::run(config, db, logs, false).await?;
+    let summary = ingest_logs(config, db, &generated.dir, "bench").await?;
     eprintln!("bench {label}: ingested {summary}");
     Ok(summary)
+}
+
+/// Ingests every log under `dir` through the product's path, recorded as source `source`; a
+/// file the scan cannot use is an error.
+pub(crate) async fn ingest_logs(
+    config: &Config,
+    db: &Db,
+    dir: &std::path::Path,
+    source: &str,
+) -> anyhow::Result<ingest::Summary> {
+    let (logs, problems) = files::from_paths(&[dir.to_owned()], None, Some(source));
+    anyhow::ensure!(problems.is_empty(), "corpus problems: {problems:?}");
+    Ok(ingest::run(config, db, logs, false).await?)
 }
 
 /// Writes and ingests the corpus `chunk` events at a time, deleting each chunk's logs once
@@ -812,8 +821,18 @@ fn goal_text(goal: Option<(f64, f64, f64)>) -> String {
         .join(", ")
 }
 
+/// The tables a loaded corpus is merged to one part each of before it is measured.
+pub(crate) const STEADY_TABLES: &[&str] = &[
+    "events",
+    "postings",
+    "term_df",
+    "corpus_stats",
+    "turns",
+    "sessions",
+];
+
 /// Merges each table to one part: the steady state background merges converge to.
-async fn optimize(db: &Db, tables: &[&str]) -> Result<(), crate::db::DbError> {
+pub(crate) async fn optimize(db: &Db, tables: &[&str]) -> Result<(), crate::db::DbError> {
     for table in tables {
         db.write("bench_optimize", "OPTIMIZE TABLE {t:Identifier} FINAL")
             .param("t", *table)

@@ -99,6 +99,10 @@ enum Command {
     /// built with `--features bench`).
     #[cfg(feature = "bench")]
     Bench(crate::bench::BenchArgs),
+    /// Measure how well search_sessions finds the session that answers each question of a
+    /// fixed corpus, beside a reference BM25 (not a test; built with `--features bench`).
+    #[cfg(feature = "bench")]
+    Eval(crate::eval::EvalArgs),
     /// Exit 0 when the server's /healthz answers 200 (for container health checks).
     Healthcheck {
         /// The health URL (default: /healthz on the listen address, via loopback).
@@ -392,6 +396,8 @@ async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
         }
         #[cfg(feature = "bench")]
         Command::Bench(args) => crate::bench::run(args, config).await,
+        #[cfg(feature = "bench")]
+        Command::Eval(args) => crate::eval::run(args, config).await,
         Command::Ingest {
             paths,
             harness,

@@ -17,7 +17,7 @@
 //! - [`db`] (the shared ClickHouse handle), [`migrate`] (schema), [`embedded`] (the local engine).
 //! - `tokenize` (shared by indexing and queries), `text`, [`ids`], [`vocab`], [`metrics`]
 //!   (with `capacity`, the store's size in them), `telemetry`, `demo`, `bench` (the benchmark
-//!   harness).
+//!   harness), `eval` (the retrieval evaluation).
 
 pub mod app;
 pub(crate) mod auth;
@@ -29,6 +29,8 @@ pub mod config;
 pub mod db;
 pub mod demo;
 pub mod embedded;
+#[cfg(feature = "bench")]
+pub(crate) mod eval;
 pub mod forget;
 pub mod fuzzing;
 pub mod harness;

@@ -77,6 +77,16 @@ impl McpClient {
 
     /// Calls a tool; returns the server's elapsed_ms, or an error text.
     pub(crate) async fn call(&self, tool: &str, arguments: &Value) -> Result<f64, String> {
+        let answer = self.call_structured(tool, arguments).await?;
+        Ok(answer["performance"]["elapsed_ms"].as_f64().unwrap_or(0.0))
+    }
+
+    /// Calls a tool; returns its answer's `structuredContent`, or an error text.
+    pub(crate) async fn call_structured(
+        &self,
+        tool: &str,
+        arguments: &Value,
+    ) -> Result<Value, String> {
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": arguments}}).to_string();
         let request = axum::http::Request::post(&self.url)
             .header("content-type", "application/json")
@@ -102,17 +112,15 @@ impl McpClient {
                 String::from_utf8_lossy(&bytes)
             ));
         }
-        let message: Value = serde_json::from_slice(&bytes).map_err(|e| e.to_string())?;
-        let result = &message["result"];
+        let mut message: Value = serde_json::from_slice(&bytes).map_err(|e| e.to_string())?;
+        let result = &mut message["result"];
         if result["isError"] != false {
             return Err(format!(
                 "{tool} failed: {}",
                 result["structuredContent"]["error"]
             ));
         }
-        Ok(result["structuredContent"]["performance"]["elapsed_ms"]
-            .as_f64()
-            .unwrap_or(0.0))
+        Ok(result["structuredContent"].take())
     }
 
     /// Calls the tool with `requests` in turn, one at a time, until `stop`; the client-side
