@@ -394,10 +394,8 @@ impl Scope {
     }
 }
 
-/// The terms to score with: each term's IDF scaled by its weight; the parts of a compound the
-/// corpus holds whole left out (the whole ranks its documents; the parts would rank documents
-/// that only share a fragment above a long one that holds it), and variants the corpus does not
-/// hold left out (they would only loosen the impact tiers' bounds).
+/// The terms to score with: each term's IDF scaled by its weight, and variants the corpus does
+/// not hold left out (they would only loosen the impact tiers' bounds).
 fn weigh(
     weighted: &[query::QueryTerm],
     hashes: Vec<u64>,
@@ -409,17 +407,8 @@ fn weigh(
         dfs: Vec::with_capacity(hashes.len()),
         average_length: statistics.average_length,
     };
-    let held = |whole: &String| {
-        weighted
-            .iter()
-            .position(|t| &t.term == whole)
-            .is_some_and(|at| statistics.dfs[at] > 0)
-    };
     for (i, term) in weighted.iter().enumerate() {
         if !term.written && statistics.dfs[i] == 0 {
-            continue;
-        }
-        if term.part_of.iter().any(held) {
             continue;
         }
         kept.push(hashes[i]);

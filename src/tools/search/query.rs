@@ -1,8 +1,9 @@
-//! How a question becomes weighted query terms: English function words set aside, the parts
-//! of a compound or identifier left to stand in only for a whole the corpus does not hold, and
-//! inflections and common abbreviations of each word added at a lower weight. Weights scale
-//! each term's IDF, so BM25 and the impact tiers' bounds see them alike; the index is
-//! untouched.
+//! How a question becomes weighted query terms: English function words set aside, and
+//! inflections and common abbreviations of each plain word added at a lower weight. Weights
+//! scale each term's IDF, so BM25 and the impact tiers' bounds see them alike; the index is
+//! untouched. (The parts of a compound or identifier count in full beside the whole: a
+//! document holding the whole also holds its parts, so it ranks above one with parts only, and
+//! weighing parts less measured worse on every kind of question in `moraine-mcp eval`.)
 
 use crate::tokenize::for_each_token;
 
@@ -19,8 +20,7 @@ pub(super) struct QueryTerm {
     /// Written in the query (not a variant this module added).
     pub written: bool,
     /// The compounds or identifiers of the query this term is a part of (`12` of `1.12.3`):
-    /// it counts only when the corpus holds none of them whole, so a document with the whole
-    /// is never outranked by one with its parts.
+    /// such a part is never a function word left out, and gets no variants.
     pub part_of: Vec<String>,
 }
 
