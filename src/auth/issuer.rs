@@ -299,8 +299,9 @@ fn signing_algorithm(alg: KeyAlgorithm) -> Option<Algorithm> {
     alg.to_string().parse().ok()
 }
 
-/// `https://host:port` and the rest of a URL.
-fn split_origin(url: &str) -> (&str, &str) {
+/// `https://host:port` and the rest of a URL (where RFC 8414 and RFC 9728 put their
+/// well-known names between the two).
+pub(crate) fn split_origin(url: &str) -> (&str, &str) {
     let after_scheme = url.find("://").map_or(0, |i| i + 3);
     match url[after_scheme..].find('/') {
         Some(i) => url.split_at(after_scheme + i),

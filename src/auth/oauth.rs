@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use super::Caller;
-use super::issuer::{Issuer, Lookup, Unreachable};
+use super::issuer::{Issuer, Lookup, Unreachable, split_origin};
 use super::rules::Rules;
 use crate::config::{Config, OAuthConfig};
 
@@ -287,11 +287,7 @@ fn public_base(config: &Config) -> String {
 
 /// RFC 9728 §3.1: the well-known name goes between the resource's host and its path.
 pub(crate) fn metadata_url(resource: &str) -> String {
-    let after_scheme = resource.find("://").map_or(0, |i| i + 3);
-    let (origin, path) = match resource[after_scheme..].find('/') {
-        Some(i) => resource.split_at(after_scheme + i),
-        None => (resource, ""),
-    };
+    let (origin, path) = split_origin(resource);
     format!("{origin}/.well-known/oauth-protected-resource{path}")
 }
 

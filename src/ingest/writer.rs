@@ -317,10 +317,22 @@ async fn delete_postings(
 }
 
 /// The searchable rows a retraction removes, named by their count and the writes that stored
-/// them: no later incarnation of the session has the same name.
-#[derive(Debug, serde::Deserialize, clickhouse::Row)]
+/// them (no later incarnation of the session has the same name), with their counts per type.
+#[derive(Debug)]
 struct Doomed {
     docs: u64,
+    first_batch: u64,
+    last_batch: u64,
+    /// What the rows add to `corpus_stats`, per event type.
+    corpus: Vec<CorpusStatsRow>,
+}
+
+/// The doomed rows of one event type.
+#[derive(Debug, serde::Deserialize, clickhouse::Row)]
+struct DoomedType {
+    event_type: u8,
+    docs: i64,
+    total_len: i64,
     first_batch: u64,
     last_batch: u64,
 }
@@ -343,18 +355,35 @@ struct CorpusStatsRow {
 
 impl Doomed {
     async fn find(db: &Db, session_key: u64, after_line: u32) -> Result<Option<Self>, DbError> {
-        let doomed: Option<Self> = db
+        let types: Vec<DoomedType> = db
             .read(
                 "retract_doomed",
-                "SELECT count() AS docs, min(batch) AS first_batch, \
+                "SELECT toUInt8(event_type) AS event_type, toInt64(count()) AS docs, \
+                 toInt64(sum(doc_len)) AS total_len, min(batch) AS first_batch, \
                  max(batch) AS last_batch FROM events \
-                 WHERE session_key = {s:UInt64} AND line_no > {l:UInt32} AND searchable",
+                 WHERE session_key = {s:UInt64} AND line_no > {l:UInt32} AND searchable \
+                 GROUP BY event_type ORDER BY event_type",
             )
             .param("s", session_key)
             .param("l", after_line)
-            .fetch_optional(db, db.default_deadline())
+            .fetch_all(db, db.default_deadline())
             .await?;
-        Ok(doomed.filter(|d| d.docs > 0))
+        if types.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(Self {
+            docs: types.iter().map(|t| t.docs as u64).sum(),
+            first_batch: types.iter().map(|t| t.first_batch).min().unwrap_or(0),
+            last_batch: types.iter().map(|t| t.last_batch).max().unwrap_or(0),
+            corpus: types
+                .iter()
+                .map(|t| CorpusStatsRow {
+                    event_type: t.event_type,
+                    docs: -t.docs,
+                    total_len: -t.total_len,
+                })
+                .collect(),
+        }))
     }
 
     /// Subtracts the rows' document frequencies and corpus counts, each exactly once.
@@ -382,19 +411,14 @@ impl Doomed {
             row.df = -row.df;
         }
         insert_once(db, "retract_term_df", "term_df", &terms, &token).await?;
-        let corpus: Vec<CorpusStatsRow> = db
-            .read(
-                "retract_corpus_stats",
-                "SELECT toUInt8(event_type) AS event_type, -toInt64(count()) AS docs, \
-                 -toInt64(sum(doc_len)) AS total_len FROM events \
-                 WHERE session_key = {s:UInt64} AND line_no > {l:UInt32} AND searchable \
-                 GROUP BY event_type ORDER BY event_type",
-            )
-            .param("s", session_key)
-            .param("l", after_line)
-            .fetch_all(db, db.default_deadline())
-            .await?;
-        insert_once(db, "retract_corpus_stats", "corpus_stats", &corpus, &token).await
+        insert_once(
+            db,
+            "retract_corpus_stats",
+            "corpus_stats",
+            &self.corpus,
+            &token,
+        )
+        .await
     }
 }
 

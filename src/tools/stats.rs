@@ -71,9 +71,12 @@ const DF_SQL: &str = df_sql!();
 /// when needed.)
 const STATS_SQL: &str = concat!(
     df_sql!(),
-    " UNION ALL SELECT toUInt8(0), toUInt64(greatest(sumIf(docs, event_type IN {types:Array(UInt8)}), 0)), \
-     sumIf(total_len, event_type IN {types:Array(UInt8)}) FROM corpus_stats \
-     UNION ALL SELECT toUInt8(2), toUInt64(greatest(sum(docs), 0)), toInt64(0) FROM corpus_stats"
+    // One read of `corpus_stats` gives both the searched types' rows and the whole corpus's.
+    " UNION ALL SELECT r.1, r.2, r.3 FROM (SELECT \
+     toUInt64(greatest(sumIf(docs, event_type IN {types:Array(UInt8)}), 0)) AS d, \
+     toInt64(sumIf(total_len, event_type IN {types:Array(UInt8)})) AS l, \
+     toUInt64(greatest(sum(docs), 0)) AS n FROM corpus_stats) \
+     ARRAY JOIN [(toUInt8(0), d, l), (toUInt8(2), n, toInt64(0))] AS r"
 );
 
 impl Statistics {

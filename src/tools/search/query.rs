@@ -107,15 +107,10 @@ fn variants_of(word: &str) -> Vec<String> {
     if word.len() < MIN_INFLECTED_CHARS || !word.bytes().all(|b| b.is_ascii_lowercase()) {
         return out;
     }
-    let sibilant = ["s", "x", "z", "ch", "sh"]
-        .iter()
-        .any(|e| word.ends_with(e));
+    let sibilant = |w: &str| SIBILANT_ENDINGS.iter().any(|e| w.ends_with(e));
     if let Some(stem) = word.strip_suffix("ies") {
         out.push(format!("{stem}y"));
-    } else if let Some(stem) = word
-        .strip_suffix("es")
-        .filter(|s| ["s", "x", "z", "ch", "sh"].iter().any(|e| s.ends_with(e)))
-    {
+    } else if let Some(stem) = word.strip_suffix("es").filter(|s| sibilant(s)) {
         out.push(stem.to_owned());
     } else if let Some(stem) = word
         .strip_suffix('s')
@@ -131,7 +126,7 @@ fn variants_of(word: &str) -> Vec<String> {
         .filter(|s| !s.ends_with(['a', 'e', 'o', 'u']))
     {
         out.push(format!("{stem}ies"));
-    } else if sibilant {
+    } else if sibilant(word) {
         out.push(format!("{word}es"));
     } else {
         out.push(format!("{word}s"));
@@ -139,6 +134,9 @@ fn variants_of(word: &str) -> Vec<String> {
     out.retain(|form| form.len() >= 2 && form != word);
     out
 }
+
+/// Endings whose plural takes `-es`.
+const SIBILANT_ENDINGS: [&str; 5] = ["s", "x", "z", "ch", "sh"];
 
 /// `stopp` → `stop`, `runn` → `run`: the doubled consonant of `stopped`, `running`.
 fn undouble(stem: &str) -> String {
