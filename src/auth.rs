@@ -131,7 +131,7 @@ pub(crate) struct AuthState {
 
 impl AuthState {
     /// Neither tokens nor OAuth are asked for: the endpoint is open.
-    fn is_open(&self) -> bool {
+    pub(crate) fn is_open(&self) -> bool {
         self.tokens.is_unused() && self.oauth.is_none()
     }
 
@@ -151,6 +151,35 @@ impl AuthState {
             None => parts.insert(0, r#"realm="moraine-mcp""#.to_owned()),
         }
         format!("Bearer {}", parts.join(", "))
+    }
+
+    /// The caller a presented credential names: a static token, else an OAuth access token.
+    /// A credential that names no one is counted and answered as [`authenticate`] answers it.
+    pub(crate) async fn identify(&self, presented: &str) -> Result<Caller, Response> {
+        if let Some(caller) = self.tokens.current().check(presented) {
+            return Ok(caller.clone());
+        }
+        match &self.oauth {
+            Some(oauth) => oauth
+                .caller(presented)
+                .await
+                .map_err(|refusal| refuse_oauth(self, refusal)),
+            None => {
+                self.metrics
+                    .observe_auth(Method::Static.as_str(), "rejected");
+                tracing::info!("rejected a request with an unknown bearer token");
+                Err(self.unauthorized(
+                    "unknown bearer token",
+                    Some(("invalid_token", "the bearer token is not known")),
+                ))
+            }
+        }
+    }
+
+    /// Counts an accepted caller.
+    pub(crate) fn accepted(&self, caller: &Caller) {
+        self.metrics
+            .observe_auth(caller.method.as_str(), "accepted");
     }
 
     fn unauthorized(&self, message: &str, error: Option<(&str, &str)>) -> Response {
@@ -194,24 +223,9 @@ pub(crate) async fn authenticate(
         state.metrics.observe_auth(Method::None.as_str(), "missing");
         return state.unauthorized("missing bearer token", None);
     };
-    let caller = match state.tokens.current().check(presented) {
-        Some(caller) => caller.clone(),
-        None => match &state.oauth {
-            Some(oauth) => match oauth.caller(presented).await {
-                Ok(caller) => caller,
-                Err(refusal) => return refuse_oauth(&state, refusal),
-            },
-            None => {
-                state
-                    .metrics
-                    .observe_auth(Method::Static.as_str(), "rejected");
-                tracing::info!("rejected a request with an unknown bearer token");
-                return state.unauthorized(
-                    "unknown bearer token",
-                    Some(("invalid_token", "the bearer token is not known")),
-                );
-            }
-        },
+    let caller = match state.identify(presented).await {
+        Ok(caller) => caller,
+        Err(refusal) => return refusal,
     };
     if !state.required.iter().any(|scope| caller.may(*scope)) {
         let scopes = state
@@ -233,9 +247,7 @@ pub(crate) async fn authenticate(
             )
             .into_response();
     }
-    state
-        .metrics
-        .observe_auth(caller.method.as_str(), "accepted");
+    state.accepted(&caller);
     tracing::debug!(caller = %caller.name, method = caller.method.as_str(), "authenticated");
     request.extensions_mut().insert(caller);
     next.run(request).await

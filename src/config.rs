@@ -65,6 +65,7 @@ pub struct Settings {
     pub telemetry: TelemetryConfig,
     pub embedded: EmbeddedConfig,
     pub ingest: IngestConfig,
+    pub web: WebConfig,
 }
 
 /// A validated configuration: [`Settings`] that passed [`Settings::validate`]. Read-only; to
@@ -478,6 +479,38 @@ impl Default for TelemetryConfig {
     }
 }
 
+/// The web pages for people under `/ui`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WebConfig {
+    pub enabled: bool,
+    /// How long a sign-in lasts without being used again.
+    pub session_idle_secs: u64,
+    /// Signed-in people at most at once (the oldest sign-in goes first beyond).
+    pub max_signins: usize,
+}
+
+impl Default for WebConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            session_idle_secs: 8 * 3600,
+            max_signins: 10_000,
+        }
+    }
+}
+
+impl WebConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        within(
+            "web.session_idle_secs",
+            usize::try_from(self.session_idle_secs).unwrap_or(usize::MAX),
+            60..=30 * 86_400,
+        )?;
+        within("web.max_signins", self.max_signins, 1..=1_000_000)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct EmbeddedConfig {
@@ -632,6 +665,7 @@ impl Settings {
         self.telemetry.validate()?;
         self.embedded.validate()?;
         self.ingest.validate()?;
+        self.web.validate()?;
         Ok(Config(self))
     }
 

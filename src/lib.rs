@@ -51,3 +51,4 @@ pub(crate) mod tokenize;
 pub(crate) mod tools;
 pub(crate) mod up;
 pub mod vocab;
+pub(crate) mod web;

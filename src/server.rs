@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, State};
-use axum::http::{StatusCode, header};
+use axum::http::{Method, StatusCode, header};
 use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -38,6 +38,7 @@ use crate::ingest::push::PushIngest;
 use crate::mcp::McpServer;
 use crate::migrate;
 use crate::tools::Tools;
+use crate::web::{self, Web};
 pub(crate) use connections::{ConnectionLimits, serve};
 
 /// Shared by the HTTP handlers.
@@ -89,7 +90,7 @@ pub(crate) fn router(
         guard(&[Scope::Read, Scope::Ingest, Scope::Metrics]),
     );
     let state = AppState {
-        db,
+        db: db.clone(),
         tokens: tokens.clone(),
         health_timeout: Duration::from_millis(config.clickhouse.health_timeout_ms),
         unhealthy: Arc::new(AtomicBool::new(false)),
@@ -99,12 +100,26 @@ pub(crate) fn router(
     } else {
         get(metrics_get)
     };
-    let mcp = mcp_routes(config, tools, addr, shutdown)
+    let mcp = mcp_routes(config, tools.clone(), addr, shutdown)
         .layer(middleware::from_fn(rpc::check_tool_calls))
         .layer(guard(&[Scope::Read]));
     let metadata = oauth.as_ref().map_or_else(Router::new, |oauth| {
         auth::metadata_routes(oauth, &server.mcp_path)
     });
+    let web = if config.web.enabled {
+        let auth = AuthState {
+            tokens: tokens.clone(),
+            oauth: oauth.clone(),
+            metrics: metrics.clone(),
+            required: &[Scope::Read],
+        };
+        // The pages answer only the names MCP answers, against DNS rebinding.
+        web::routes(Web::new(config, tools.clone(), db.clone(), auth)).layer(
+            middleware::from_fn_with_state(hosts::Allowed::of(config, addr), hosts::check),
+        )
+    } else {
+        Router::new()
+    };
     Router::new()
         .route("/healthz", get(healthz_get))
         .route("/metrics", metrics_route)
@@ -112,9 +127,13 @@ pub(crate) fn router(
         .with_state(state)
         .merge(ingest)
         .merge(metadata)
+        .merge(web)
         .fallback({
             let mcp_path: Arc<str> = Arc::from(server.mcp_path.as_str());
-            move |uri: axum::http::Uri| not_found(mcp_path.clone(), uri)
+            let pages = config.web.enabled;
+            move |method: Method, uri: axum::http::Uri| {
+                not_found(mcp_path.clone(), pages, method, uri)
+            }
         })
         // `guards::limit_body` bounds every body by the configured limits; axum's own 2 MiB
         // default for extracted bodies would refuse ingest requests well within them.
@@ -330,8 +349,17 @@ fn without_token_names(mut text: String, names: &[(String, bool)]) -> String {
 
 /// A path the server does not serve, answered with the paths it does: the usual mistakes are
 /// an agent given the base URL (or `/mcp/`), and `push` given the MCP endpoint's URL.
-async fn not_found(mcp_path: Arc<str>, uri: axum::http::Uri) -> Response {
+async fn not_found(
+    mcp_path: Arc<str>,
+    pages: bool,
+    method: Method,
+    uri: axum::http::Uri,
+) -> Response {
     let path = uri.path();
+    // A person at the base URL is shown the pages; an agent posting there is told the path.
+    if pages && path == "/" && method == Method::GET {
+        return axum::response::Redirect::to("/ui/").into_response();
+    }
     let hint = if path.trim_end_matches('/') == mcp_path.trim_end_matches('/') || path == "/" {
         format!("agents connect to {mcp_path} (exactly, without a trailing slash)")
     } else if path.starts_with(&*mcp_path) && path.contains("ingest") {

@@ -26,8 +26,9 @@ use serde_json::{Map, Value};
 use crate::auth::Caller;
 use crate::config::Config;
 use crate::db::Db;
-use context::{Answer, Context, Tool, Visibility};
-use envelope::{Envelope, ErrorEnvelope, Performance, ToolError};
+pub(crate) use context::Answer;
+use context::{Context, Tool, Visibility};
+use envelope::{Envelope, ErrorBody, ErrorEnvelope, Performance, ToolError};
 use list::ListSessions;
 use open::Open;
 use querylog::QueryLog;
@@ -159,6 +160,33 @@ impl Tools {
             Err(rejected) => rejected,
         })
     }
+
+    /// Runs tool `T` for another surface than MCP (the web pages): validated against the same
+    /// schema, under the same deadline and rights, counted, timed and logged as an MCP call,
+    /// and answered with the typed answer rather than its envelope.
+    pub(crate) async fn run<T: Tool>(
+        &self,
+        arguments: Map<String, Value>,
+        caller: &Caller,
+    ) -> Result<Answer<T>, ErrorBody> {
+        let call = Call {
+            ctx: &self.ctx,
+            arguments: Value::Object(arguments),
+            caller,
+            started: Instant::now(),
+        };
+        let outcome = match call.args::<T>(&self.catalog) {
+            Ok(args) => call.outcome::<T>(args).await,
+            Err(error) => Err(error),
+        };
+        match outcome {
+            Ok(answer) => {
+                call.answered::<T>(&answer);
+                Ok(answer)
+            }
+            Err(error) => Err(call.failed::<T>(&error).0),
+        }
+    }
 }
 
 /// One call in progress: what it was given and when it started.
@@ -171,7 +199,7 @@ struct Call<'a> {
 
 impl Call<'_> {
     /// Checks the arguments against `T`'s published schema, then reads them into `T::Args`.
-    fn read<T: Tool>(&self, catalog: &Catalog) -> Result<T::Args, CallToolResult> {
+    fn args<T: Tool>(&self, catalog: &Catalog) -> Result<T::Args, ToolError> {
         catalog.inputs[T::NAME]
             .check(&self.arguments)
             .and_then(|()| {
@@ -181,11 +209,16 @@ impl Call<'_> {
                     ))
                 })
             })
+    }
+
+    /// [`Self::args`], a failure answered at once.
+    fn read<T: Tool>(&self, catalog: &Catalog) -> Result<T::Args, CallToolResult> {
+        self.args::<T>(catalog)
             .map_err(|error| self.fail::<T>(error))
     }
 
-    /// Runs `T` under its deadline and answers with its envelope (or the error envelope).
-    async fn answer<T: Tool>(self, args: T::Args) -> CallToolResult {
+    /// Runs `T` under its deadline.
+    async fn outcome<T: Tool>(&self, args: T::Args) -> Result<Answer<T>, ToolError> {
         let budget = T::budget(&self.ctx.config);
         let deadline = self.started + Duration::from_millis(budget.deadline_ms);
         let visible = Visibility::of(self.caller);
@@ -193,18 +226,28 @@ impl Call<'_> {
             .ctx
             .db
             .admit_call(T::run(self.ctx, &visible, args, deadline));
-        let outcome = tokio::time::timeout_at(deadline.into(), work)
+        tokio::time::timeout_at(deadline.into(), work)
             .await
-            .unwrap_or(Err(ToolError::Deadline));
-        match outcome {
+            .unwrap_or(Err(ToolError::Deadline))
+    }
+
+    /// Runs `T` under its deadline and answers with its envelope (or the error envelope).
+    async fn answer<T: Tool>(self, args: T::Args) -> CallToolResult {
+        match self.outcome::<T>(args).await {
             Ok(answer) => self.succeed::<T>(answer),
             Err(error) => self.fail::<T>(error),
         }
     }
 
-    fn succeed<T: Tool>(self, answer: Answer<T>) -> CallToolResult {
+    /// Times a successful call and lets the tool record it.
+    fn answered<T: Tool>(&self, answer: &Answer<T>) -> Performance {
         let performance = self.finish::<T>(answer.sla_target_ms, "ok");
-        T::answered(self.ctx, &answer, &performance, self.caller);
+        T::answered(self.ctx, answer, &performance, self.caller);
+        performance
+    }
+
+    fn succeed<T: Tool>(self, answer: Answer<T>) -> CallToolResult {
+        let performance = self.answered::<T>(&answer);
         let text = T::render(&answer);
         let envelope = Envelope {
             schema_version: T::SCHEMA_VERSION.into(),
@@ -220,10 +263,11 @@ impl Call<'_> {
         result
     }
 
-    fn fail<T: Tool>(&self, error: ToolError) -> CallToolResult {
+    /// Logs and times a failed call: its error body and performance block.
+    fn failed<T: Tool>(&self, error: &ToolError) -> (ErrorBody, Performance) {
         let budget = T::budget(&self.ctx.config);
         let body = error.body(budget.deadline_ms);
-        match &error {
+        match error {
             ToolError::Backend(detail) | ToolError::Internal(detail) => {
                 tracing::warn!(tool = T::NAME, code = body.code.as_str(), %detail, "tool call failed");
             }
@@ -232,6 +276,11 @@ impl Call<'_> {
             }
         }
         let performance = self.finish::<T>(budget.fallback_sla_ms, body.code.as_str());
+        (body, performance)
+    }
+
+    fn fail<T: Tool>(&self, error: ToolError) -> CallToolResult {
+        let (body, performance) = self.failed::<T>(&error);
         let text = body.text(T::NAME);
         let Value::Object(request) = self.arguments.clone() else {
             unreachable!("arguments are built as an object")

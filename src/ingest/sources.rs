@@ -137,7 +137,7 @@ pub fn table(sources: &[SourceStatus]) -> String {
 }
 
 /// `2026-11-27T15:04:05.123Z` as `2026-11-27 15:04 UTC`.
-fn minutes(ts: &str) -> String {
+pub fn minutes(ts: &str) -> String {
     match (ts.get(..10), ts.get(11..16)) {
         (Some(day), Some(time)) => format!("{day} {time} UTC"),
         _ => ts.to_owned(),
@@ -145,7 +145,7 @@ fn minutes(ts: &str) -> String {
 }
 
 /// A lag in the largest unit that fits: `42s`, `5m`, `3h`, `2d`.
-fn age(seconds: u64) -> String {
+pub fn age(seconds: u64) -> String {
     match seconds {
         s if s < 60 => format!("{s}s"),
         s if s < 3600 => format!("{}m", s / 60),

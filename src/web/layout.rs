@@ -1,0 +1,204 @@
+//! What every page is made of: the page shell and its navigation, error pages (a tool's error
+//! mapped once to an HTTP status), times, query strings, and highlighted snippets. Every text
+//! from a session goes through maud's escaping: it is shown, never interpreted.
+
+use std::collections::HashSet;
+use std::ops::Range;
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use maud::{DOCTYPE, Markup, html};
+
+use super::person::Person;
+use crate::ingest::sources;
+use crate::tokenize;
+use crate::tools::envelope::{ErrorBody, ErrorCode};
+
+/// Which navigation entry a page belongs to.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Nav {
+    Search,
+    Sessions,
+    Sources,
+    None,
+}
+
+/// A whole page: `title`, the navigation (with the person and a sign-out form when signed in),
+/// and `body` as the main content.
+pub(super) fn page(title: &str, person: &Person, active: Nav, body: Markup) -> Markup {
+    let current = |nav: Nav| (nav == active).then_some("page");
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                meta name="referrer" content="no-referrer";
+                title { (title) " · moraine-mcp" }
+                link rel="stylesheet" href="/ui/assets/style.css";
+            }
+            body {
+                a.skip href="#main" { "Skip to content" }
+                header.top {
+                    a.brand href="/ui/" { "moraine-mcp" }
+                    nav aria-label="Main" {
+                        ul {
+                            li { a href="/ui/" aria-current=[current(Nav::Search)] { "Search" } }
+                            li { a href="/ui/sessions" aria-current=[current(Nav::Sessions)] { "Sessions" } }
+                            li { a href="/ui/sources" aria-current=[current(Nav::Sources)] { "Sources" } }
+                        }
+                    }
+                    @if let Some(csrf) = &person.csrf {
+                        form.signout method="post" action="/ui/signout" {
+                            span.who { "Signed in as " strong { (person.caller.name) } }
+                            input type="hidden" name="csrf" value=(csrf);
+                            button type="submit" { "Sign out" }
+                        }
+                    }
+                }
+                main #main tabindex="-1" { (body) }
+            }
+        }
+    }
+}
+
+/// A page that says what went wrong, with `status`.
+pub(super) fn error_page(status: StatusCode, person: Option<&Person>, message: &str) -> Response {
+    let nobody = Person::nobody();
+    let body = html! {
+        h1 { (status.canonical_reason().unwrap_or("Error")) }
+        p.error role="alert" { (message) }
+        p { a href="/ui/" { "Back to search" } }
+    };
+    (
+        status,
+        page("Error", person.unwrap_or(&nobody), Nav::None, body),
+    )
+        .into_response()
+}
+
+/// The HTTP status a tool's error is served with.
+pub(super) fn status_of(code: ErrorCode) -> StatusCode {
+    match code {
+        ErrorCode::InvalidRequest | ErrorCode::InvalidId | ErrorCode::UnsupportedEventType => {
+            StatusCode::BAD_REQUEST
+        }
+        ErrorCode::NotFound => StatusCode::NOT_FOUND,
+        ErrorCode::DeadlineExceeded | ErrorCode::Busy | ErrorCode::ResourceExhausted => {
+            StatusCode::SERVICE_UNAVAILABLE
+        }
+        ErrorCode::BackendFailure => StatusCode::BAD_GATEWAY,
+        ErrorCode::InternalError => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+/// The error page of a tool's refusal.
+pub(super) fn tool_error(person: &Person, error: &ErrorBody) -> Response {
+    error_page(status_of(error.code), Some(person), &error.message)
+}
+
+/// `GET` of a path under `/ui` that is no page.
+pub(super) async fn not_found() -> Response {
+    error_page(StatusCode::NOT_FOUND, None, "There is no such page.")
+}
+
+/// A time as people read it (`2026-04-30 09:12 UTC`), machine-readable in `datetime`.
+pub(super) fn time(rfc3339: &str) -> Markup {
+    html! { time datetime=(rfc3339) { (sources::minutes(rfc3339)) } }
+}
+
+/// A path with a query string of the pairs whose value is not empty.
+pub(super) fn link(path: &str, pairs: &[(&str, &str)]) -> String {
+    let kept: Vec<_> = pairs.iter().filter(|(_, v)| !v.is_empty()).collect();
+    if kept.is_empty() {
+        return path.to_owned();
+    }
+    format!(
+        "{path}?{}",
+        serde_urlencoded::to_string(kept).unwrap_or_default()
+    )
+}
+
+/// The pairs of a query string, in order (a key may repeat).
+pub(super) fn pairs(raw: Option<&str>) -> Vec<(String, String)> {
+    raw.and_then(|q| serde_urlencoded::from_str(q).ok())
+        .unwrap_or_default()
+}
+
+/// The first value of `key` among `pairs`, trimmed, or "".
+pub(super) fn value<'a>(pairs: &'a [(String, String)], key: &str) -> &'a str {
+    pairs
+        .iter()
+        .find(|(k, _)| k == key)
+        .map_or("", |(_, v)| v.trim())
+}
+
+/// `text` with the words of `query` marked, as the index reads words.
+pub(super) fn highlighted(text: &str, query: &str) -> Markup {
+    let wanted: HashSet<String> = tokenize::query_terms(query).into_iter().collect();
+    let mut spans: Vec<Range<usize>> = Vec::new();
+    tokenize::for_each_token(text, |term, span| {
+        if wanted.contains(term) {
+            spans.push(span);
+        }
+    });
+    spans.sort_by_key(|s| s.start);
+    let mut merged: Vec<Range<usize>> = Vec::new();
+    for span in spans {
+        match merged.last_mut() {
+            Some(last) if span.start <= last.end => last.end = last.end.max(span.end),
+            _ => merged.push(span),
+        }
+    }
+    // Plain text, then marked text, for each span; then what follows the last one.
+    let mut parts = Vec::with_capacity(merged.len());
+    let mut at = 0;
+    for span in &merged {
+        parts.push((&text[at..span.start], &text[span.clone()]));
+        at = span.end;
+    }
+    html! {
+        @for (plain, marked) in parts {
+            (plain)
+            mark { (marked) }
+        }
+        (text[at..])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_highlights_mark_query_words_and_escape_the_rest() {
+        let marked =
+            highlighted("<b>Fixed</b> the login redirect", "login REDIRECTS fixed").into_string();
+        assert_eq!(
+            marked,
+            "&lt;b&gt;<mark>Fixed</mark>&lt;/b&gt; the <mark>login</mark> redirect"
+        );
+        let plain = highlighted("<script>alert(1)</script>", "nothing").into_string();
+        assert_eq!(plain, "&lt;script&gt;alert(1)&lt;/script&gt;");
+    }
+
+    #[test]
+    fn test_links_keep_only_given_values() {
+        assert_eq!(link("/ui/", &[("q", ""), ("page", "")]), "/ui/");
+        assert_eq!(
+            link("/ui/", &[("q", "a b&c"), ("page", "2")]),
+            "/ui/?q=a+b%26c&page=2"
+        );
+        let parsed = pairs(Some("q=a+b%26c&type=user_input&type=tool_call"));
+        assert_eq!(value(&parsed, "q"), "a b&c");
+        assert_eq!(parsed.iter().filter(|(k, _)| k == "type").count(), 2);
+    }
+
+    #[test]
+    fn test_times_read_as_minutes_in_utc() {
+        assert_eq!(
+            time("2026-04-30T09:12:44.120Z").into_string(),
+            r#"<time datetime="2026-04-30T09:12:44.120Z">2026-04-30 09:12 UTC</time>"#
+        );
+    }
+}
