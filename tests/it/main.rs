@@ -18,3 +18,4 @@ mod ingest;
 mod openapi;
 mod push;
 mod tools;
+mod web;
