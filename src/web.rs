@@ -87,8 +87,10 @@ async fn style() -> Response {
         .into_response()
 }
 
-/// The headers of every page: the content policy, no sniffing, no framing, no referrer, and
-/// no caching of what a person was allowed to read.
+/// The headers of every page: the content policy, no sniffing, no framing, no referrer to
+/// other sites (a page's address holds its query; `no-referrer` would also blank the `Origin`
+/// of the pages' own forms, which the Host/Origin check then refuses), and no caching of what
+/// a person was allowed to read.
 async fn secure_headers(mut response: Response) -> Response {
     let headers = response.headers_mut();
     headers.insert(
@@ -102,7 +104,7 @@ async fn secure_headers(mut response: Response) -> Response {
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     headers.insert(
         header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
+        HeaderValue::from_static("same-origin"),
     );
     headers.insert(
         "cross-origin-opener-policy",

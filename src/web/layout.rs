@@ -33,7 +33,7 @@ pub(super) fn page(title: &str, person: &Person, active: Nav, body: Markup) -> M
             head {
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
-                meta name="referrer" content="no-referrer";
+                meta name="referrer" content="same-origin";
                 title { (title) " · moraine-mcp" }
                 link rel="stylesheet" href="/ui/assets/style.css";
             }

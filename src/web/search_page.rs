@@ -237,7 +237,7 @@ fn session_group(group: &Group<'_>, query: &str) -> Markup {
                             " in turn " (hit.turn.ordinal)
                         }
                         span.score title="relevance within this answer" { (format!("{:.2}", hit.score)) }
-                        p.snippet { (layout::highlighted(&hit.snippet.text, query)) @if hit.snippet.truncated { "…" } }
+                        p.snippet { (layout::highlighted(&hit.snippet.text, query)) }
                     }
                 }
             }

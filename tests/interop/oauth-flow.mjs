@@ -22,6 +22,7 @@
 import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { SignJWT, decodeJwt, decodeProtectedHeader, exportSPKI, importJWK } from 'jose';
 import { loginAndGetCode, startProvider } from './oauth-provider.mjs';
+import { CheckError, check, show } from './report.mjs';
 
 const [mcpArg, portArg, staticToken, metricsToken] = process.argv.slice(2);
 const providerPort = Number(portArg);
@@ -55,20 +56,6 @@ console.log = (...args) => {
 // --- reporting -------------------------------------------------------------------------------
 let step = 'start';
 let passed = 0;
-class CheckError extends Error {}
-function check(cond, message) {
-  if (!cond) throw new CheckError(message);
-}
-function show(value, max = 400) {
-  let s;
-  try {
-    s = typeof value === 'string' ? value : JSON.stringify(value);
-    if (s === undefined) s = String(value);
-  } catch {
-    s = String(value);
-  }
-  return s.length > max ? `${s.slice(0, max)}…` : s;
-}
 function ok(detail) {
   passed += 1;
   console.log(`oauth: ${step}: ok${detail ? ` (${detail})` : ''}`);

@@ -73,6 +73,15 @@ if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$VENV/.interop-requirements-sha256" 
 fi
 PY="$VENV/bin/python"
 
+# Debian's Chromium for the web pages' check.
+if ! command -v chromium >/dev/null; then
+  say "apt-get install chromium (the web pages' browser check)"
+  SUDO=
+  [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null
+fi
+
 # --- servers ---------------------------------------------------------------------------------
 PIDS=()
 NAMES=()
@@ -135,7 +144,7 @@ start_server() {
   echo "$name ready at http://127.0.0.1:$port/mcp (pid $pid, log $log)"
 }
 
-read -r ENGINE_PORT A_PORT S_PORT O_PORT P_PORT < <(free_ports 5)
+read -r ENGINE_PORT A_PORT S_PORT O_PORT P_PORT W_PORT < <(free_ports 6)
 secret() { python3 -c 'import secrets, sys; print(sys.argv[1] + secrets.token_hex(16))' "$1"; }
 TOKEN=$(secret interop-)
 OAUTH_STATIC_TOKEN=$(secret interop-reader-)
@@ -281,6 +290,44 @@ conformance() { # the full log goes to a file; the next check gives the one coun
 check "conformance --suite all (stateful)" conformance
 check "conformance: generic scenarios pass, expected failures are fixture gaps" \
   python3 "$HERE/conformance-check.py" "$CONF_OUT" "$HERE/conformance-expected-failures.yml"
+
+# W: the web pages, in Chromium. Its data is added to A's store only now, so that the checks
+# above see the demo alone: the hostile session of tests/web as source claude, and 60 sessions
+# of source laptop-2, enough for two pages of sessions.
+WEB_LOGS="$WORK/web-logs"
+rm -rf "$WEB_LOGS"
+python3 - "$WEB_LOGS" <<'PYEOF'
+import json, os, sys
+root = os.path.join(sys.argv[1], "claude", "-home-dev-src-bulkyard")
+os.makedirs(root)
+for n in range(60):
+    sid = f"00000000-0000-4000-8000-{n:012d}"
+    day, minute = 1 + n % 20, n % 60
+    at = lambda s: f"2026-09-{day:02d}T10:{minute:02d}:{s:02d}.000Z"
+    lines = [
+        {"type": "user", "sessionId": sid, "timestamp": at(0), "cwd": "/home/dev/src/bulkyard",
+         "message": {"role": "user", "content": f"bulkword task {n}: tidy the yard"}},
+        {"type": "assistant", "sessionId": sid, "timestamp": at(5),
+         "message": {"model": "m", "stop_reason": "end_turn", "content": [{"type": "text", "text": f"bulkword done {n}"}]}},
+    ]
+    with open(os.path.join(root, f"{sid}.jsonl"), "w") as f:
+        f.write("".join(json.dumps(l) + "\n" for l in lines))
+PYEOF
+"$BIN" ingest --no-progress --source claude --clickhouse-url "http://127.0.0.1:$ENGINE_PORT" "$ROOT/tests/web"
+"$BIN" ingest --no-progress --source laptop-2 --clickhouse-url "http://127.0.0.1:$ENGINE_PORT" "$WEB_LOGS"
+WEB_READER=$(secret web-reader-)
+WEB_CLAUDE_READER=$(secret web-claude-reader-)
+cat >"$WORK/web.toml" <<TOML
+[auth]
+tokens = [
+  { name = "web-reader", token = "$WEB_READER", scopes = ["read"] },
+  { name = "claude-reader", token = "$WEB_CLAUDE_READER", scopes = ["read"], read_sources = ["claude"] },
+]
+TOML
+start_server W 60 "$W_PORT" "$BIN" serve -c "$WORK/web.toml" --require-clickhouse \
+  --clickhouse-url "http://127.0.0.1:$ENGINE_PORT" --listen "127.0.0.1:$W_PORT"
+check "web pages in Chromium, with and without JavaScript" \
+  "$NODE" "$HERE/web-ui.mjs" "http://127.0.0.1:$W_PORT" "$WEB_READER" "$WEB_CLAUDE_READER" "$ROOT/target/ui-screenshots"
 
 stop_servers
 

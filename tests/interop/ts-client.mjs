@@ -16,6 +16,8 @@
 // version actually used is checked on the wire through a recording fetch.
 // Prints one line per step; exits 1 with a message naming the failed step.
 
+import { CheckError, check, show } from './report.mjs';
+
 const QUERY = 'clickhouse migration';
 const TOOLS = ['search_sessions', 'list_sessions', 'open'];
 const WINDOW = { start_datetime: '2000-01-01T00:00:00Z', end_datetime: '2100-01-01T00:00:00Z', limit: 5 };
@@ -47,20 +49,6 @@ console.warn = (...args) => {
 };
 
 let step = 'start';
-class CheckError extends Error {}
-function check(cond, message) {
-  if (!cond) throw new CheckError(message);
-}
-function show(value, max = 300) {
-  let s;
-  try {
-    s = typeof value === 'string' ? value : JSON.stringify(value);
-    if (s === undefined) s = String(value);
-  } catch {
-    s = String(value);
-  }
-  return s.length > max ? `${s.slice(0, max)}…` : s;
-}
 function ok(detail) {
   console.log(`${label}: ${step}: ok${detail ? ` (${detail})` : ''}`);
 }

@@ -32,6 +32,11 @@ async fn fetch(method: &str, url: &str, cookie: &str, form: &[(&str, &str)]) -> 
     if !cookie.is_empty() {
         request = request.header("cookie", cookie);
     }
+    // As a browser does: a form's POST names the page's origin.
+    if method == "POST" {
+        let origin: String = url.splitn(4, '/').take(3).collect::<Vec<_>>().join("/");
+        request = request.header("origin", origin);
+    }
     let body = if form.is_empty() {
         Bytes::new()
     } else {
@@ -227,6 +232,7 @@ async fn signing_in_takes_a_readers_token_and_sets_a_strict_cookie() {
     assert_eq!(page.headers["x-frame-options"], "DENY");
     assert_eq!(page.headers["x-content-type-options"], "nosniff");
     assert_eq!(page.headers["cache-control"], "no-store");
+    assert_eq!(page.headers["referrer-policy"], "same-origin");
     assert!(!page.body.contains("<script"));
     // Signing out needs the sign-in's own CSRF token, and ends it.
     let csrf = hidden(&page.body, "csrf");
