@@ -182,6 +182,9 @@ struct SizeReport {
     seed_ingest_seconds: Option<f64>,
     seed_events_per_second: Option<f64>,
     rows: Vec<RowReport>,
+    /// The web page of twenty turns of the 1000-turn session (one `open` of the session, one of
+    /// each turn shown, one of each long prompt or answer).
+    web_session_page: Measured,
     concurrent: ConcurrentReport,
     statements: Vec<StatementReport>,
     search_reads: Vec<(String, u64)>,
@@ -344,6 +347,7 @@ async fn run_size(
         seed_ingest_seconds: seed_seconds,
         seed_events_per_second: seed_seconds.map(|s| documents as f64 / s.max(1e-9)),
         concurrent: service.concurrent,
+        web_session_page: service.web_session_page,
         rows: row_reports(service.measured, seeds, documents),
         statements: service.statements,
         search_reads: service.search_reads,
@@ -578,6 +582,8 @@ struct ServiceMeasures {
     /// And how many (`search_postings_total`).
     search_postings: Vec<(String, u64, u64)>,
     concurrent: ConcurrentReport,
+    /// The web page of twenty turns of the 1000-turn session.
+    web_session_page: Measured,
 }
 
 /// Runs the service in this process and drives it over real HTTP.
@@ -629,6 +635,13 @@ async fn measure_service(
         .db
         .metrics()
         .search_postings(&crate::tools::search::READ_PATHS);
+    eprintln!("bench {label}: web page of the 1000-turn session");
+    let web_session_page = load::fetch_pages(
+        &format!("http://{}", service.addr()),
+        &workload.web_session_1000,
+        3,
+    )
+    .await;
     eprintln!("bench {label}: {} concurrent clients", args.clients);
     let mixed: Vec<Value> = workload
         .global
@@ -643,6 +656,7 @@ async fn measure_service(
     shutdown.cancel();
     let _ = service.wait().await;
     Ok(ServiceMeasures {
+        web_session_page,
         measured,
         statements,
         search_reads,
@@ -864,6 +878,9 @@ struct Workload {
     open_turn: Vec<Value>,
     open_session_100: Vec<Value>,
     open_session_1000: Vec<Value>,
+    /// Web pages of the 1000-turn session (paths under the server's base URL), twenty turns
+    /// each, from its first page to its last.
+    web_session_1000: Vec<String>,
     /// Inputs of the seed-design equivalents, parallel to the rows above.
     seed: SeedInputs,
 }
@@ -1009,6 +1026,12 @@ impl Workload {
                 .collect(),
             open_session_100: repeat(json!({"id": ids::session_id(s100)})),
             open_session_1000: repeat(json!({"id": ids::session_id(s1000)})),
+            web_session_1000: (0..requests.max(20))
+                .map(|i| {
+                    let turn = 1 + (i * 97) % 1000;
+                    format!("/ui/session/{}?turn={turn}", ids::session_id(s1000))
+                })
+                .collect(),
             seed,
         })
     }
@@ -1223,6 +1246,13 @@ fn markdown(reports: &[SizeReport], judged: bool) -> String {
                 verdict(row.spec_met),
             ));
         }
+        let w = &r.web_session_page.client;
+        out.push_str(&format!(
+            "| web page: 20 turns of the 1000-turn session | — | — | {} | {} | {} | — | — | — | — | — |\n",
+            ms(w.p50),
+            ms(w.p95),
+            ms(w.p99),
+        ));
         let c = &r.concurrent;
         out.push_str(&format!(
             "| {} concurrent clients, mixed search | — | {} | {} | {} | {} | — | — | — | {} | — |\n",

@@ -210,6 +210,57 @@ impl McpClient {
     }
 }
 
+/// `GET` of each page of `paths` under `base` in turn, after `warmup` unmeasured ones: the
+/// client-side latencies of whole pages (status 200, body read to the end).
+pub(crate) async fn fetch_pages(base: &str, paths: &[String], warmup: usize) -> Measured {
+    let http: Client<HttpConnector, Full<Bytes>> =
+        Client::builder(TokioExecutor::new()).build(HttpConnector::new());
+    let get = |path: &str| {
+        let request = axum::http::Request::get(format!("{base}{path}"))
+            .body(Full::new(Bytes::new()))
+            .expect("a valid page URL");
+        let http = http.clone();
+        async move {
+            let response = http.request(request).await.map_err(|e| e.to_string())?;
+            let status = response.status();
+            let body = response
+                .into_body()
+                .collect()
+                .await
+                .map_err(|e| e.to_string())?;
+            if status.is_success() && !body.to_bytes().is_empty() {
+                Ok(())
+            } else {
+                Err(format!("HTTP {status}"))
+            }
+        }
+    };
+    for path in paths.iter().take(warmup) {
+        let _ = get(path).await;
+    }
+    let started = Instant::now();
+    let mut samples = Vec::new();
+    let mut errors = 0;
+    for path in paths {
+        let sent = Instant::now();
+        match get(path).await {
+            Ok(()) => samples.push(millis(sent.elapsed())),
+            Err(error) => {
+                errors += 1;
+                if errors <= 3 {
+                    tracing::warn!(%error, path, "benchmark page failed");
+                }
+            }
+        }
+    }
+    Measured {
+        throughput: samples.len() as f64 / started.elapsed().as_secs_f64().max(1e-9),
+        client: Percentiles::of(samples),
+        server: Percentiles::default(),
+        errors,
+    }
+}
+
 pub(crate) fn millis(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }

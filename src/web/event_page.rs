@@ -26,11 +26,11 @@ pub(super) async fn get(
         Ok(_) => {
             return layout::error_page(
                 StatusCode::NOT_FOUND,
-                Some(&person),
+                person.signed_in(),
                 "that ID is not an event's",
             );
         }
-        Err(error) => return layout::tool_error(&person, &error),
+        Err(error) => return layout::tool_error(person.signed_in(), &error),
     };
     let e = &view.event;
     let c = &view.content;
@@ -80,5 +80,5 @@ pub(super) async fn get(
             pre.text { (pretty(&c.raw)) }
         }
     };
-    layout::page(&kind, &person, Nav::Sessions, body).into_response()
+    layout::page(&kind, person.signed_in(), Nav::Sessions, body).into_response()
 }

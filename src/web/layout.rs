@@ -9,7 +9,6 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use maud::{DOCTYPE, Markup, html};
 
-use super::person::Person;
 use crate::ingest::sources;
 use crate::tokenize;
 use crate::tools::envelope::{ErrorBody, ErrorCode};
@@ -23,9 +22,12 @@ pub(super) enum Nav {
     None,
 }
 
+/// Who a page is for, when someone signed in: their name and their sign-in's CSRF token.
+pub(super) type SignedIn<'a> = Option<(&'a str, &'a str)>;
+
 /// A whole page: `title`, the navigation (with the person and a sign-out form when signed in),
 /// and `body` as the main content.
-pub(super) fn page(title: &str, person: &Person, active: Nav, body: Markup) -> Markup {
+pub(super) fn page(title: &str, signed_in: SignedIn<'_>, active: Nav, body: Markup) -> Markup {
     let current = |nav: Nav| (nav == active).then_some("page");
     html! {
         (DOCTYPE)
@@ -48,9 +50,9 @@ pub(super) fn page(title: &str, person: &Person, active: Nav, body: Markup) -> M
                             li { a href="/ui/sources" aria-current=[current(Nav::Sources)] { "Sources" } }
                         }
                     }
-                    @if let Some(csrf) = &person.csrf {
+                    @if let Some((name, csrf)) = signed_in {
                         form.signout method="post" action="/ui/signout" {
-                            span.who { "Signed in as " strong { (person.caller.name) } }
+                            span.who { "Signed in as " strong { (name) } }
                             input type="hidden" name="csrf" value=(csrf);
                             button type="submit" { "Sign out" }
                         }
@@ -63,18 +65,13 @@ pub(super) fn page(title: &str, person: &Person, active: Nav, body: Markup) -> M
 }
 
 /// A page that says what went wrong, with `status`.
-pub(super) fn error_page(status: StatusCode, person: Option<&Person>, message: &str) -> Response {
-    let nobody = Person::nobody();
+pub(super) fn error_page(status: StatusCode, signed_in: SignedIn<'_>, message: &str) -> Response {
     let body = html! {
         h1 { (status.canonical_reason().unwrap_or("Error")) }
         p.error role="alert" { (message) }
         p { a href="/ui/" { "Back to search" } }
     };
-    (
-        status,
-        page("Error", person.unwrap_or(&nobody), Nav::None, body),
-    )
-        .into_response()
+    (status, page("Error", signed_in, Nav::None, body)).into_response()
 }
 
 /// The HTTP status a tool's error is served with.
@@ -93,8 +90,8 @@ pub(super) fn status_of(code: ErrorCode) -> StatusCode {
 }
 
 /// The error page of a tool's refusal.
-pub(super) fn tool_error(person: &Person, error: &ErrorBody) -> Response {
-    error_page(status_of(error.code), Some(person), &error.message)
+pub(super) fn tool_error(signed_in: SignedIn<'_>, error: &ErrorBody) -> Response {
+    error_page(status_of(error.code), signed_in, &error.message)
 }
 
 /// `GET` of a path under `/ui` that is no page.

@@ -21,12 +21,11 @@ pub(super) struct Person {
 }
 
 impl Person {
-    /// No one yet: the sign-in and error pages.
-    pub(super) fn nobody() -> Self {
-        Self {
-            caller: Caller::anonymous(),
-            csrf: None,
-        }
+    /// The page's view of who is signed in (nobody on an open server).
+    pub(super) fn signed_in(&self) -> layout::SignedIn<'_> {
+        self.csrf
+            .as_deref()
+            .map(|csrf| (self.caller.name.as_str(), csrf))
     }
 }
 

@@ -97,7 +97,7 @@ pub(super) async fn get(
             h1 { "Search sessions" }
             (form(&asked))
         };
-        return layout::page("Search", &person, Nav::Search, body).into_response();
+        return layout::page("Search", person.signed_in(), Nav::Search, body).into_response();
     }
     let answer = match web
         .tools
@@ -113,7 +113,7 @@ pub(super) async fn get(
             };
             return (
                 layout::status_of(error.code),
-                layout::page("Search", &person, Nav::Search, body),
+                layout::page("Search", person.signed_in(), Nav::Search, body),
             )
                 .into_response();
         }
@@ -142,7 +142,7 @@ pub(super) async fn get(
     };
     layout::page(
         &format!("{} — search", asked.query),
-        &person,
+        person.signed_in(),
         Nav::Search,
         body,
     )

@@ -102,11 +102,11 @@ pub(super) async fn get(
         Ok(_) => {
             return layout::error_page(
                 StatusCode::NOT_FOUND,
-                Some(&person),
+                person.signed_in(),
                 "that ID is not a session's",
             );
         }
-        Err(error) => return layout::tool_error(&person, &error),
+        Err(error) => return layout::tool_error(person.signed_in(), &error),
     };
     let shown: Vec<_> = view
         .turns
@@ -131,7 +131,7 @@ pub(super) async fn get(
     } else {
         &view.session.title
     };
-    layout::page(title, &person, Nav::Sessions, body).into_response()
+    layout::page(title, person.signed_in(), Nav::Sessions, body).into_response()
 }
 
 /// `GET /ui/turn/{id}?offset=N`: one turn's events, from the N-th (for turns of more events
@@ -149,11 +149,11 @@ pub(super) async fn turn(
         Ok(_) => {
             return layout::error_page(
                 StatusCode::NOT_FOUND,
-                Some(&person),
+                person.signed_in(),
                 "that ID is not a turn's",
             );
         }
-        Err(error) => return layout::tool_error(&person, &error),
+        Err(error) => return layout::tool_error(person.signed_in(), &error),
     };
     let texts = full_texts(&web, &person, std::slice::from_ref(&view)).await;
     let body = html! {
@@ -167,7 +167,7 @@ pub(super) async fn turn(
     };
     layout::page(
         &format!("Turn {}", view.turn.ordinal),
-        &person,
+        person.signed_in(),
         Nav::Sessions,
         body,
     )

@@ -122,7 +122,7 @@ pub(super) async fn get(
             };
             return (
                 status,
-                layout::page("Sessions", &person, Nav::Sessions, body),
+                layout::page("Sessions", person.signed_in(), Nav::Sessions, body),
             )
                 .into_response();
         }
@@ -154,7 +154,7 @@ pub(super) async fn get(
             }
         }
     };
-    layout::page("Sessions", &person, Nav::Sessions, body).into_response()
+    layout::page("Sessions", person.signed_in(), Nav::Sessions, body).into_response()
 }
 
 fn form(asked: &Asked) -> Markup {

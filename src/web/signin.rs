@@ -16,7 +16,6 @@ use subtle::ConstantTimeEq;
 
 use super::Web;
 use super::layout::{self, Nav};
-use super::person::Person;
 use crate::config::Scope;
 
 /// The cookie that names a sign-in.
@@ -206,11 +205,7 @@ fn sign_in_page(web: &Web, next: &str, notice: Option<&str>, status: StatusCode)
             button type="submit" { "Sign in" }
         }
     };
-    let mut response = (
-        status,
-        layout::page("Sign in", &Person::nobody(), Nav::None, body),
-    )
-        .into_response();
+    let mut response = (status, layout::page("Sign in", None, Nav::None, body)).into_response();
     response
         .headers_mut()
         .append(header::SET_COOKIE, set_cookie(web, FORM_COOKIE, &csrf));

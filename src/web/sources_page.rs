@@ -23,7 +23,7 @@ pub(super) async fn get(State(web): State<Web>, person: Person) -> Response {
             tracing::warn!(%error, "the sources page could not read the store");
             return layout::error_page(
                 axum::http::StatusCode::BAD_GATEWAY,
-                Some(&person),
+                person.signed_in(),
                 "the store could not be read; try again shortly",
             );
         }
@@ -73,5 +73,5 @@ pub(super) async fn get(State(web): State<Web>, person: Person) -> Response {
             }
         }
     };
-    layout::page("Sources", &person, Nav::Sources, body).into_response()
+    layout::page("Sources", person.signed_in(), Nav::Sources, body).into_response()
 }

@@ -617,6 +617,8 @@ async fn every_documented_status_is_served_and_nothing_served_is_undocumented() 
         (&o, batch, "POST", vec![access], &batch_body, 503),
         (&o, "/ingest/v1/sources", "GET", vec![access], "", 503),
         (&o, "/metrics", "GET", vec![access], "", 503),
+        // A browser at the base URL is sent to the web pages.
+        (&a, "/", "GET", vec![], "", 303),
         // A valid static token still works beside OAuth.
         (
             &o,
@@ -739,7 +741,6 @@ async fn every_documented_status_is_served_and_nothing_served_is_undocumented() 
             }
         }
         for path in [
-            "/",
             "/mcp/",
             "/mcp/extra",
             "/health",
