@@ -2,6 +2,7 @@
 //! open server), what they may do, and the layer that names (and bounds) every caller of a
 //! protected route, answering refusals as RFC 6750 and RFC 9728 ask.
 
+mod client;
 mod issuer;
 mod metadata;
 mod oauth;
@@ -20,6 +21,7 @@ use crate::http_error::{ErrorCode, HttpError};
 use crate::ingest::sources::Visible;
 use crate::metrics::Metrics;
 use crate::server::guards::LogLimiter;
+pub(crate) use client::WebClient;
 pub(crate) use metadata::{metadata_routes, zero_metrics};
 pub(crate) use oauth::OAuth;
 pub(crate) use tokens::TokenStore;

@@ -488,6 +488,12 @@ pub struct WebConfig {
     pub session_idle_secs: u64,
     /// Signed-in people at most at once (the oldest sign-in goes first beyond).
     pub max_signins: usize,
+    /// The client the pages sign people in as at the OAuth issuer (empty: tokens only).
+    pub oauth_client_id: String,
+    /// Its secret, for a confidential client (empty: a public client, PKCE alone).
+    pub oauth_client_secret: String,
+    /// The scopes the pages ask for.
+    pub oauth_scope: String,
 }
 
 impl Default for WebConfig {
@@ -496,6 +502,9 @@ impl Default for WebConfig {
             enabled: true,
             session_idle_secs: 8 * 3600,
             max_signins: 10_000,
+            oauth_client_id: String::new(),
+            oauth_client_secret: String::new(),
+            oauth_scope: "openid read".into(),
         }
     }
 }
@@ -507,7 +516,20 @@ impl WebConfig {
             usize::try_from(self.session_idle_secs).unwrap_or(usize::MAX),
             60..=30 * 86_400,
         )?;
-        within("web.max_signins", self.max_signins, 1..=1_000_000)
+        within("web.max_signins", self.max_signins, 1..=1_000_000)?;
+        if self.oauth_client_id.is_empty() && !self.oauth_client_secret.is_empty() {
+            return Err(ConfigError::invalid(
+                "web.oauth_client_secret",
+                "is set without web.oauth_client_id",
+            ));
+        }
+        if !self.oauth_client_id.is_empty() && self.oauth_scope.trim().is_empty() {
+            return Err(ConfigError::invalid(
+                "web.oauth_scope",
+                "must name the scopes to ask for (e.g. \"openid read\")",
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -666,6 +688,12 @@ impl Settings {
         self.embedded.validate()?;
         self.ingest.validate()?;
         self.web.validate()?;
+        if !self.web.oauth_client_id.is_empty() && !self.auth.oauth.is_enabled() {
+            return Err(ConfigError::invalid(
+                "web.oauth_client_id",
+                "needs auth.oauth.issuer: the pages sign people in at that authorization server",
+            ));
+        }
         Ok(Config(self))
     }
 

@@ -3,6 +3,7 @@
 
 mod event_page;
 mod layout;
+mod oauth_signin;
 mod person;
 mod search_page;
 mod session_page;
@@ -19,7 +20,7 @@ use axum::middleware;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 
-use crate::auth::AuthState;
+use crate::auth::{AuthState, WebClient};
 use crate::config::Config;
 use crate::db::Db;
 use crate::tools::Tools;
@@ -37,6 +38,12 @@ pub(crate) struct Web {
     /// The credentials accepted, exactly as on the MCP endpoint.
     auth: AuthState,
     signins: Arc<signin::SignIns>,
+    /// The client the pages sign people in as at the OAuth issuer, when configured.
+    oauth_client: Option<Arc<WebClient>>,
+    /// Sign-ins through the authorization server, between leaving and coming back.
+    pending: Arc<oauth_signin::Pending>,
+    /// The public origin (`https://host`), when configured: where the issuer sends people back.
+    public_origin: Option<String>,
     /// Cookies carry `Secure`: people reach the server over https.
     secure: bool,
 }
@@ -52,8 +59,23 @@ impl Web {
                 Duration::from_secs(config.web.session_idle_secs),
                 config.web.max_signins,
             )),
+            oauth_client: (!config.web.oauth_client_id.is_empty()).then(|| {
+                Arc::new(WebClient {
+                    id: config.web.oauth_client_id.clone(),
+                    secret: config.web.oauth_client_secret.clone(),
+                    scope: config.web.oauth_scope.clone(),
+                })
+            }),
+            pending: Arc::new(oauth_signin::Pending::default()),
+            public_origin: config.server.public_origin().map(|p| p.origin),
             secure: config.server.public_url.starts_with("https://"),
         }
+    }
+
+    /// The authorization server people may sign in at, when the pages are its client.
+    fn oauth_issuer(&self) -> Option<&str> {
+        self.oauth_client.as_ref()?;
+        self.auth.oauth.as_ref().map(|oauth| oauth.issuer())
     }
 }
 
@@ -68,6 +90,8 @@ pub(crate) fn routes(web: Web) -> Router {
         .route("/ui/event/{id}", get(event_page::get))
         .route("/ui/sources", get(sources_page::get))
         .route("/ui/signin", get(signin::form).post(signin::submit))
+        .route("/ui/signin/oauth", get(oauth_signin::start))
+        .route("/ui/signin/callback", get(oauth_signin::callback))
         .route("/ui/signout", post(signin::sign_out))
         .route("/ui/assets/style.css", get(style))
         .route("/ui/{*rest}", get(layout::not_found))

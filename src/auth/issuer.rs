@@ -31,6 +31,8 @@ struct Metadata {
     issuer: String,
     jwks_uri: Option<String>,
     introspection_endpoint: Option<String>,
+    authorization_endpoint: Option<String>,
+    token_endpoint: Option<String>,
 }
 
 /// A verification key and the algorithm its JWK pins, if any.
@@ -46,6 +48,9 @@ struct Known {
     /// Keys without a `kid`: used only when the token names none and one key fits.
     unnamed: Vec<Arc<Key>>,
     introspection_endpoint: Option<String>,
+    /// Where people sign in, and where a code is redeemed (the web pages' sign-in).
+    authorization_endpoint: Option<String>,
+    token_endpoint: Option<String>,
     fetched: Option<Instant>,
 }
 
@@ -102,13 +107,34 @@ impl Issuer {
 
     /// The introspection endpoint the server's metadata names.
     pub(crate) async fn introspection_endpoint(&self) -> Result<String, Unreachable> {
+        self.endpoint("introspection_endpoint", |k| &k.introspection_endpoint)
+            .await
+    }
+
+    /// The authorization endpoint the server's metadata names.
+    pub(crate) async fn authorization_endpoint(&self) -> Result<String, Unreachable> {
+        self.endpoint("authorization_endpoint", |k| &k.authorization_endpoint)
+            .await
+    }
+
+    /// The token endpoint the server's metadata names.
+    pub(crate) async fn token_endpoint(&self) -> Result<String, Unreachable> {
+        self.endpoint("token_endpoint", |k| &k.token_endpoint).await
+    }
+
+    /// An endpoint of the server's metadata (named `name` there), fetched once if need be.
+    async fn endpoint(
+        &self,
+        name: &str,
+        pick: impl Fn(&Known) -> &Option<String>,
+    ) -> Result<String, Unreachable> {
         let mut known = self.known();
         if known.fetched.is_none() {
             known = self.refresh().await?;
         }
-        known.introspection_endpoint.clone().ok_or_else(|| {
+        pick(&known).clone().ok_or_else(|| {
             Unreachable(format!(
-                "the authorization server {} names no introspection_endpoint",
+                "the authorization server {} names no {name}",
                 self.issuer
             ))
         })
@@ -164,6 +190,8 @@ impl Issuer {
             .map_err(|e| Unreachable(format!("{jwks_uri} is not a JWK set: {e}")))?;
         let mut known = Known {
             introspection_endpoint: metadata.introspection_endpoint,
+            authorization_endpoint: metadata.authorization_endpoint,
+            token_endpoint: metadata.token_endpoint,
             fetched: Some(Instant::now()),
             ..Known::default()
         };
@@ -233,20 +261,24 @@ impl Issuer {
         self.send(url, request).await
     }
 
-    /// POSTs a form to `url` with HTTP Basic client authentication; returns the body of a 200.
+    /// POSTs a form to `url`, with HTTP Basic client authentication when `basic` is given;
+    /// returns the body of a 200.
     pub(crate) async fn post_form(
         &self,
         url: &str,
         form: &[(&str, &str)],
-        basic: &str,
+        basic: Option<&str>,
     ) -> Result<Bytes, Unreachable> {
         let body = serde_urlencoded::to_string(form).map_err(|e| Unreachable(e.to_string()))?;
-        let request = Request::builder()
+        let mut request = Request::builder()
             .method(Method::POST)
             .uri(url)
             .header(header::ACCEPT, "application/json")
-            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
-            .header(header::AUTHORIZATION, format!("Basic {basic}"))
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
+        if let Some(basic) = basic {
+            request = request.header(header::AUTHORIZATION, format!("Basic {basic}"));
+        }
+        let request = request
             .body(Full::new(Bytes::from(body)))
             .map_err(|e| Unreachable(format!("{url}: {e}")))?;
         self.send(url, request).await

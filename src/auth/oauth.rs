@@ -84,7 +84,7 @@ pub(crate) struct OAuth {
     pub(crate) resource: String,
     /// Where the protected-resource metadata is served (RFC 9728), for challenges.
     pub(crate) metadata_url: String,
-    issuer: Issuer,
+    pub(super) issuer: Issuer,
     algorithms: Vec<Algorithm>,
     leeway: u64,
     introspection: Option<Introspection>,
@@ -210,7 +210,7 @@ impl OAuth {
             .post_form(
                 &endpoint,
                 &[("token", token), ("token_type_hint", "access_token")],
-                &introspection.basic,
+                Some(&introspection.basic),
             )
             .await
             .map_err(|e| {
@@ -292,7 +292,7 @@ pub(crate) fn metadata_url(resource: &str) -> String {
 }
 
 /// RFC 6749 §2.3.1: client credentials are form-encoded before HTTP Basic.
-fn form_encode(text: &str) -> String {
+pub(super) fn form_encode(text: &str) -> String {
     serde_urlencoded::to_string([("", text)])
         .map(|s| s[1..].to_owned())
         .unwrap_or_default()

@@ -52,7 +52,7 @@ impl SignIns {
 
     /// A new sign-in with `credential`: its ID and CSRF token. The least recently used ones
     /// end when there are too many.
-    fn start(&self, credential: String) -> Result<(String, String), getrandom::Error> {
+    pub(super) fn start(&self, credential: String) -> Result<(String, String), getrandom::Error> {
         let id = random_hex()?;
         let csrf = random_hex()?;
         let now = Instant::now();
@@ -101,7 +101,7 @@ impl SignIns {
 }
 
 /// 256 random bits, in hex.
-fn random_hex() -> Result<String, getrandom::Error> {
+pub(super) fn random_hex() -> Result<String, getrandom::Error> {
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes)?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
@@ -121,13 +121,29 @@ pub(super) fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> 
 }
 
 /// A `Set-Cookie` value for the pages: never readable by scripts, never sent from elsewhere.
-fn set_cookie(web: &Web, name: &str, value: &str) -> HeaderValue {
+pub(super) fn set_cookie(web: &Web, name: &str, value: &str) -> HeaderValue {
+    cookie_header(web, name, value, "/ui", "Strict", None)
+}
+
+/// A `Set-Cookie` value: HttpOnly, `Secure` behind https, removed when `value` is empty.
+pub(super) fn cookie_header(
+    web: &Web,
+    name: &str,
+    value: &str,
+    path: &str,
+    same_site: &str,
+    max_age: Option<u64>,
+) -> HeaderValue {
     let secure = if web.secure { "; Secure" } else { "" };
-    let expiry = if value.is_empty() { "; Max-Age=0" } else { "" };
+    let expiry = match (value.is_empty(), max_age) {
+        (true, _) => "; Max-Age=0".to_owned(),
+        (false, Some(secs)) => format!("; Max-Age={secs}"),
+        (false, None) => String::new(),
+    };
     HeaderValue::from_str(&format!(
-        "{name}={value}; Path=/ui; HttpOnly; SameSite=Strict{secure}{expiry}"
+        "{name}={value}; Path={path}; HttpOnly; SameSite={same_site}{secure}{expiry}"
     ))
-    .expect("cookie values are hex")
+    .expect("cookie values are URL-safe")
 }
 
 /// Where to go after signing in: a page of this UI, else the search page.
@@ -169,6 +185,8 @@ pub(super) async fn form(State(web): State<Web>, Query(query): Query<FormQuery>)
     let notice = match query.notice.as_deref() {
         Some("ended") => Some("Your sign-in ended: sign in again."),
         Some("signed_out") => Some("You are signed out."),
+        Some("refused") => Some("The authorization server did not sign you in."),
+        Some("no_read") => Some("Your account may not read sessions on this server."),
         _ => None,
     };
     sign_in_page(
@@ -179,7 +197,12 @@ pub(super) async fn form(State(web): State<Web>, Query(query): Query<FormQuery>)
     )
 }
 
-fn sign_in_page(web: &Web, next: &str, notice: Option<&str>, status: StatusCode) -> Response {
+pub(super) fn sign_in_page(
+    web: &Web,
+    next: &str,
+    notice: Option<&str>,
+    status: StatusCode,
+) -> Response {
     let Ok(csrf) = random_hex() else {
         return layout::error_page(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -203,6 +226,15 @@ fn sign_in_page(web: &Web, next: &str, notice: Option<&str>, status: StatusCode)
                 "), or an OAuth access token for it."
             }
             button type="submit" { "Sign in" }
+        }
+        @if let Some(issuer) = web.oauth_issuer() {
+            p.alternative {
+                "Or "
+                a href=(layout::link("/ui/signin/oauth", &[("next", next)])) {
+                    "sign in with your account at " (issuer)
+                }
+                "."
+            }
         }
     };
     let mut response = (status, layout::page("Sign in", None, Nav::None, body)).into_response();

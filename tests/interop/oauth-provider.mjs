@@ -4,10 +4,10 @@
 // for the resource server's confidential client, and two fixed people.
 //
 //   import { startProvider, loginAndGetCode } from './oauth-provider.mjs';
-//   const { issuer, close } = await startProvider({ port, resource, keys, introspectionSecret });
+//   const { issuer, close } = await startProvider({ port, resource, keys, introspectionSecret, clients });
 //   const code = await loginAndGetCode(authorizationUrl, 'alice');
 //
-// keys: private JWKs, each with a kid; the first one signs access tokens (a test rotates keys by
+// clients: more registered clients (e.g. the web pages' own). keys: private JWKs, each with a kid; the first one signs access tokens (a test rotates keys by
 // closing the provider and starting it again on the same port with other keys). State (clients,
 // grants, opaque tokens) lives in memory and ends with close().
 
@@ -43,6 +43,7 @@ export async function startProvider({
   resource,
   keys,
   introspectionSecret = process.env.OAUTH_INTROSPECTION_SECRET,
+  clients = [],
   quiet = true,
 }) {
   if (!Number.isInteger(port) || port <= 0) throw new Error(`startProvider: bad port ${port}`);
@@ -68,6 +69,7 @@ export async function startProvider({
         redirect_uris: [],
         response_types: [],
       },
+      ...clients,
     ],
     // Clients registered while only a non-RSA key is published still get ID tokens it can sign.
     clientDefaults: {

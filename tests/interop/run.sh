@@ -1,21 +1,26 @@
 #!/usr/bin/env bash
 # Interoperability checks against a live moraine-mcp: tests/smoke.sh (curl), the official
 # TypeScript clients (SDK v1 and client v2 in every negotiation mode), the Python SDK (every
-# mode), the MCP conformance suite with conformance-expected-failures.yml, and OAuth 2.1 end to
+# mode), the MCP conformance suite with conformance-expected-failures.yml, OAuth 2.1 end to
 # end (oauth-flow.mjs: the SDK's OAuth client against a real authorization server, rights by
-# group, and attacks).
+# group, and attacks), and the web pages in Debian's Chromium (web-ui.mjs with tokens,
+# web-oauth.mjs signing in at the authorization server; both with and without JavaScript).
 #
 #   tests/interop/run.sh            (after `cargo build`; uses target/debug/moraine-mcp)
 #
 # Installs what it needs on first use: `npm ci` here when node_modules is missing or the
-# lockfile changed, and a hash-pinned Python venv under target/interop/venv when missing (or when
-# requirements.txt changed). Builds nothing. Starts, on free loopback ports:
+# lockfile changed, a hash-pinned Python venv under target/interop/venv when missing (or when
+# requirements.txt changed), and Debian's chromium package when `chromium` is missing (as root,
+# else with sudo). Builds nothing. Starts, on free loopback ports:
 #   A  `moraine-mcp up`: embedded ClickHouse, stateless JSON, bearer token; being a team server
 #      (it has a token) it loads no demo, so the demo sessions in deploy/demo are ingested into it
 #   S  `moraine-mcp serve` on A's ClickHouse, stateful (2025-11-25 sessions + SSE), no token
 #   O  `moraine-mcp serve` on A's ClickHouse, stateless, an OAuth resource server ($WORK/oauth.toml)
 #      trusting the authorization server (oidc-provider, oauth-provider.mjs) on port P, which
-#      oauth-flow.mjs starts and restarts itself; also two static tokens (read; read + metrics)
+#      oauth-flow.mjs starts and restarts itself; also two static tokens (read; read + metrics);
+#      its web pages sign people in there as the client moraine-web (web-oauth.mjs)
+#   W  `moraine-mcp serve` on A's ClickHouse, started last, after more sessions are added for
+#      the web pages: a reader of everything and a reader of source claude ($WORK/web.toml)
 # and always stops them again. The embedded engine's Python environment is kept in
 # target/interop/data (the first run downloads about 200 MB); its database is recreated per run.
 #
@@ -194,6 +199,9 @@ introspection_client_id = "moraine-mcp"
 introspection_client_secret = "$OAUTH_INTROSPECTION_SECRET"
 name_claim = "email"
 
+[web]
+oauth_client_id = "moraine-web"
+
 [[auth.oauth.rules]]
 claim = "scope"
 value = "read"
@@ -328,6 +336,9 @@ start_server W 60 "$W_PORT" "$BIN" serve -c "$WORK/web.toml" --require-clickhous
   --clickhouse-url "http://127.0.0.1:$ENGINE_PORT" --listen "127.0.0.1:$W_PORT"
 check "web pages in Chromium, with and without JavaScript" \
   "$NODE" "$HERE/web-ui.mjs" "http://127.0.0.1:$W_PORT" "$WEB_READER" "$WEB_CLAUDE_READER" "$ROOT/target/ui-screenshots"
+check "web pages: sign-in at the authorization server, in Chromium" \
+  env OAUTH_INTROSPECTION_SECRET="$OAUTH_INTROSPECTION_SECRET" \
+  "$NODE" "$HERE/web-oauth.mjs" "$O" "$P_PORT"
 
 stop_servers
 
