@@ -257,6 +257,9 @@ impl Page {
     }
 }
 
+/// Sub-agent sessions a session's traversal lists at most.
+const MAX_SUBAGENTS: u32 = 100;
+
 async fn open_session(
     db: &Db,
     visible: &Visibility,
@@ -268,7 +271,7 @@ async fn open_session(
         sql::NEIGHBOUR_SESSIONS_SQL,
         &[("visible", visible.filter(sql::VISIBLE_SOURCE))],
     );
-    let (info, turns, neighbours) = tokio::try_join!(
+    let (info, turns, neighbours, family) = tokio::try_join!(
         session_row(db, visible, session, deadline),
         db.read("open_session_turns", sql::SESSION_TURNS_SQL)
             .param("s", session)
@@ -279,10 +282,21 @@ async fn open_session(
             .param("s", session)
             .param("visible", visible.sources())
             .fetch_optional::<(Option<u64>, Option<u64>)>(db, deadline),
+        db.read("open_session_family", sql::FAMILY_SQL)
+            .param("s", session)
+            .param("take", MAX_SUBAGENTS + 1)
+            .fetch_all::<(u64, bool)>(db, deadline),
     )?;
     let Some(info) = info else {
         return Ok(None);
     };
+    let parent = family.iter().find(|(_, is_parent)| *is_parent);
+    let subagents: Vec<String> = family
+        .iter()
+        .filter(|(_, is_parent)| !is_parent)
+        .take(MAX_SUBAGENTS as usize)
+        .map(|(key, _)| ids::session_id(*key))
+        .collect();
     let mut turns = turns;
     let next_offset = page.cut(&mut turns);
     let (previous, next) = neighbours.unwrap_or((None, None));
@@ -294,6 +308,8 @@ async fn open_session(
         traversal: SessionTraversal {
             previous_session_id: previous.map(ids::session_id),
             next_session_id: next.map(ids::session_id),
+            parent_session_id: parent.map(|(key, _)| ids::session_id(*key)),
+            subagent_session_ids: subagents,
         },
     }))
 }

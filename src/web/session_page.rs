@@ -208,6 +208,17 @@ fn session_body(
             dt { "Started" } dd { (layout::time(&s.started_at)) }
             dt { "Updated" } dd { (layout::time(&s.updated_at)) @if !s.completed { " (in progress)" } }
             dt { "Size" } dd { (s.turn_count) " turns, " (s.event_count) " events" }
+            @if let Some(parent) = &view.traversal.parent_session_id {
+                dt { "Sub-agent of" } dd { a href=(format!("/ui/session/{parent}")) { "the parent session" } }
+            }
+            @if !view.traversal.subagent_session_ids.is_empty() {
+                dt { "Sub-agents" }
+                dd.subagents {
+                    @for (i, child) in view.traversal.subagent_session_ids.iter().enumerate() {
+                        a href=(format!("/ui/session/{child}")) { "sub-agent " (i + 1) } " "
+                    }
+                }
+            }
             dt { "ID" } dd { code { (s.id) } }
         }
         nav.pager aria-label="Sessions around this one" {

@@ -112,6 +112,12 @@ async fn team_server() -> (TestServer, PathBuf) {
         &mut |_| {},
     );
     write_sessions(&alpha, 0xa1, 3, 25, "alphaword");
+    // A Claude Code session with a sub-agent's log.
+    common::copy_tree(
+        &common::fixtures().join("claude/-home-dev-src-tidepool"),
+        &alpha.join("claude/-home-dev-src-tidepool"),
+        &mut |_| {},
+    );
     let beta = scratch("beta");
     write_sessions(&beta, 0xb2, 2, 3, "betaword");
     ingest_as(&settings, &db, &alpha, "alpha").await;
@@ -476,5 +482,38 @@ async fn an_open_server_shows_its_pages_without_sign_in_and_they_can_be_turned_o
     let server = TestServer::start(off, db).await;
     let gone = fetch("GET", &format!("{}/ui/", server.base), "", &[]).await;
     assert_eq!(gone.status, 404);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_session_links_its_sub_agents_and_a_sub_agent_its_parent() {
+    let (server, _) = team_server().await;
+    let ui = |path: &str| format!("{}{path}", server.base);
+    let admin = sign_in(&server, ADMIN).await;
+    let listed = fetch("GET", &ui("/ui/sessions?project=tidepool"), &admin, &[]).await;
+    let sessions: Vec<String> = listed
+        .body
+        .split("<li class=\"session\"><a href=\"")
+        .skip(1)
+        .map(|rest| rest.split('"').next().unwrap().to_owned())
+        .collect();
+    assert_eq!(sessions.len(), 2, "{}", listed.body);
+    let mut parents = 0;
+    for session in &sessions {
+        let page = fetch("GET", &ui(session), &admin, &[]).await;
+        if let Some(rest) = page.body.split("<dd class=\"subagents\"><a href=\"").nth(1) {
+            parents += 1;
+            let child = rest.split('"').next().unwrap();
+            assert!(sessions.iter().any(|s| s == child), "{child}");
+            let sub = fetch("GET", &ui(child), &admin, &[]).await;
+            assert!(
+                sub.body
+                    .contains(&format!("<a href=\"{session}\">the parent session</a>")),
+                "{}",
+                sub.body
+            );
+        }
+    }
+    assert_eq!(parents, 1);
     server.stop().await;
 }

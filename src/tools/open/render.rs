@@ -62,8 +62,16 @@ fn session(out: &mut String, view: &SessionView) {
         &[
             ("previous session", &view.traversal.previous_session_id),
             ("next session", &view.traversal.next_session_id),
+            ("parent session", &view.traversal.parent_session_id),
         ],
     );
+    if !view.traversal.subagent_session_ids.is_empty() {
+        let _ = writeln!(
+            out,
+            "sub-agent sessions: {}",
+            view.traversal.subagent_session_ids.join(", ")
+        );
+    }
 }
 
 fn turn(out: &mut String, view: &TurnView) {

@@ -19,6 +19,21 @@ SELECT
     (SELECT session_key FROM sessions FINAL WHERE (started_at, session_key) < me «visible» ORDER BY started_at DESC, session_key DESC LIMIT 1),
     (SELECT session_key FROM sessions FINAL WHERE (started_at, session_key) > me «visible» ORDER BY started_at ASC, session_key ASC LIMIT 1)";
 
+/// A session's family among the sessions of its harness and source: its parent (whose native
+/// ID is its own up to the last `/`) and its sub-agents (whose native IDs are its own, a `/` and
+/// one more name), each with whether it is the parent, sub-agents by start time.
+pub(super) const FAMILY_SQL: &str = "
+WITH (SELECT (harness, source, native_id) FROM sessions FINAL WHERE session_key = {s:UInt64}) AS me
+SELECT session_key, toBool(ifNull(native_id != me.3 AND startsWith(me.3, concat(native_id, '/')), 0)) AS is_parent
+FROM sessions FINAL
+WHERE harness = me.1 AND source = me.2 AND session_key != {s:UInt64}
+  AND ((position(me.3, '/') > 0
+        AND native_id = substring(me.3, 1, length(me.3) - position(reverse(me.3), '/')))
+    OR (startsWith(native_id, concat(me.3, '/'))
+        AND position(substring(native_id, length(me.3) + 2), '/') = 0))
+ORDER BY is_parent DESC, started_at, session_key
+LIMIT {take:UInt32}";
+
 /// Neighbours only among the sessions the caller may see.
 pub(super) const VISIBLE_SOURCE: &str = "AND source IN {visible:Array(String)}";
 

@@ -70,6 +70,10 @@ pub(crate) struct SessionTraversal {
     pub previous_session_id: Option<String>,
     /// The session that started just after this one.
     pub next_session_id: Option<String>,
+    /// The session this one is a sub-agent of (same harness and source), if it is one.
+    pub parent_session_id: Option<String>,
+    /// The sessions of this one's sub-agents, by start time (at most 100).
+    pub subagent_session_ids: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]

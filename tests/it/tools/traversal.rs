@@ -234,3 +234,33 @@ async fn traversal_session_to_contained_turns_and_neighbouring_sessions() {
         sessions.iter().map(|s| s["id"].clone()).collect::<Vec<_>>()
     );
 }
+
+#[tokio::test]
+async fn traversal_session_to_its_sub_agents_and_back() {
+    let mut c = client().await;
+    let sessions = all_sessions(&mut c).await;
+    let mut parents = 0;
+    for item in &sessions {
+        let e = c.ok("open", json!({"id": item["id"]})).await;
+        let traversal = &e["data"]["traversal"];
+        for child in traversal["subagent_session_ids"].as_array().unwrap() {
+            parents += 1;
+            let opened = c.ok("open", json!({"id": child})).await;
+            assert_eq!(opened["data"]["traversal"]["parent_session_id"], item["id"]);
+            assert_eq!(
+                opened["data"]["session"]["source"],
+                item["session"]["source"]
+            );
+            assert!(
+                opened["data"]["traversal"]["subagent_session_ids"]
+                    .as_array()
+                    .unwrap()
+                    .is_empty()
+            );
+        }
+    }
+    // The Claude Code fixture's sub-agent log (subagents/agent-a7f3e9b.jsonl) under its session.
+    assert!(parents >= 1, "no session names a sub-agent");
+    let orphans = sessions.len();
+    assert!(orphans > parents);
+}
