@@ -133,6 +133,9 @@ pub async fn run(config: Arc<Config>, db: Db, shutdown: CancellationToken) -> an
         "moraine-mcp is serving MCP at {} (health: http://{bound}/healthz)",
         running.mcp_url()
     );
+    if config.web.enabled {
+        eprintln!("web pages for people: http://{bound}/ui/");
+    }
     eprintln!("{}", access(&config, bound));
     if let Some(warning) = unnamed_host(&config) {
         tracing::warn!("{warning}");

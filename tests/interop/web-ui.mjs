@@ -101,6 +101,14 @@ async function run(browser, javaScript) {
   await shot(page, 'search', suffix);
   ok(`${groups} sessions, ${marks.length} marked words`);
 
+  if (javaScript) {
+    // The README's picture: the demo sessions, searched.
+    await page.goto(`${base}/ui/?q=${encodeURIComponent('dockerfile cache')}`);
+    check((await page.locator('article.group').count()) >= 2, 'the demo search found fewer than two sessions');
+    await page.screenshot({ path: join(shots, 'search-demo.png') });
+    await page.goBack();
+  }
+
   step = 'open a hit and land on its turn';
   const hit = page.locator('a.hit').first();
   const href = await hit.getAttribute('href');
