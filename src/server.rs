@@ -114,9 +114,10 @@ pub(crate) fn router(
             required: &[Scope::Read],
         };
         // The pages answer only the names MCP answers, against DNS rebinding.
-        web::routes(Web::new(config, tools.clone(), db.clone(), auth)).layer(
-            middleware::from_fn_with_state(hosts::Allowed::of(config, addr), hosts::check),
-        )
+        web::routes(Web::new(config, tools, db, auth)).layer(middleware::from_fn_with_state(
+            hosts::Allowed::of(config, addr),
+            hosts::check,
+        ))
     } else {
         Router::new()
     };

@@ -21,7 +21,7 @@ pub(super) async fn get(
 ) -> Response {
     let pairs = layout::pairs(raw.as_deref());
     let offset = layout::value(&pairs, "offset").parse::<u64>().unwrap_or(0);
-    let view = match open(&web, &person, &id, Some(("content_offset", offset))).await {
+    let view = match open(&web, &person.caller, &id, Some(("content_offset", offset))).await {
         Ok(OpenData::Event(view)) => view,
         Ok(_) => {
             return layout::error_page(

@@ -64,6 +64,16 @@ pub(super) fn page(title: &str, signed_in: SignedIn<'_>, active: Nav, body: Mark
     }
 }
 
+/// A page's markup before and after its main content, for a page sent in parts.
+pub(super) fn page_parts(title: &str, signed_in: SignedIn<'_>, active: Nav) -> (String, String) {
+    // A mark no escaped text can contain, where the body goes.
+    const BODY: &str = "\u{0}body\u{0}";
+    let whole = page(title, signed_in, active, maud::PreEscaped(BODY.to_owned())).into_string();
+    // The last mark: nothing a session holds is written after the body.
+    let (head, tail) = whole.rsplit_once(BODY).expect("the page holds its body");
+    (head.to_owned(), tail.to_owned())
+}
+
 /// A page that says what went wrong, with `status`.
 pub(super) fn error_page(status: StatusCode, signed_in: SignedIn<'_>, message: &str) -> Response {
     let body = html! {
@@ -189,6 +199,20 @@ mod tests {
         let parsed = pairs(Some("q=a+b%26c&type=user_input&type=tool_call"));
         assert_eq!(value(&parsed, "q"), "a b&c");
         assert_eq!(parsed.iter().filter(|(k, _)| k == "type").count(), 2);
+    }
+
+    #[test]
+    fn test_a_page_in_parts_is_the_whole_page_around_its_body() {
+        let title = "a \u{0}body\u{0} title";
+        let (head, tail) = page_parts(title, Some(("ann", "c")), Nav::Sessions);
+        let whole = page(
+            title,
+            Some(("ann", "c")),
+            Nav::Sessions,
+            html! { p { "x" } },
+        );
+        assert_eq!(format!("{head}<p>x</p>{tail}"), whole.into_string());
+        assert!(tail.starts_with("</main>"));
     }
 
     #[test]

@@ -191,9 +191,8 @@ pub(super) async fn callback(
             );
         }
     };
-    let caller = match web.auth.identify(&token).await {
-        Ok(caller) => caller,
-        Err(_) => return signin::redirect_to_sign_in(&begun.next, Some("refused")),
+    let Ok(caller) = web.auth.identify(&token).await else {
+        return signin::redirect_to_sign_in(&begun.next, Some("refused"));
     };
     if !caller.may(Scope::Read) {
         return signin::redirect_to_sign_in(&begun.next, Some("no_read"));

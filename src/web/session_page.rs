@@ -6,8 +6,9 @@
 
 use std::collections::HashMap;
 
+use axum::body::Body;
 use axum::extract::{Path, RawQuery, State};
-use axum::http::StatusCode;
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use maud::{Markup, html};
 use serde_json::{Map, json};
@@ -15,6 +16,7 @@ use serde_json::{Map, json};
 use super::Web;
 use super::layout::{self, Nav};
 use super::person::Person;
+use crate::auth::Caller;
 use crate::tools::Answer;
 use crate::tools::envelope::ErrorBody;
 use crate::tools::open::Open;
@@ -29,7 +31,7 @@ const CONCURRENT_OPENS: usize = 4;
 /// An `open` call, from `offset` (`offset` or `content_offset`) when given.
 pub(super) async fn open(
     web: &Web,
-    person: &Person,
+    caller: &Caller,
     id: &str,
     offset: Option<(&str, u64)>,
 ) -> Result<OpenData, ErrorBody> {
@@ -39,18 +41,18 @@ pub(super) async fn open(
         args.insert(key.into(), json!(offset));
     }
     web.tools
-        .run::<Open>(args, &person.caller)
+        .run::<Open>(args, caller)
         .await
         .map(|answer: Answer<Open>| answer.data)
 }
 
 /// `open` of each of `ids`, a few at a time, in order.
-async fn open_all(web: &Web, person: &Person, ids: &[String]) -> Vec<Result<OpenData, ErrorBody>> {
+async fn open_all(web: &Web, caller: &Caller, ids: &[String]) -> Vec<Result<OpenData, ErrorBody>> {
     let mut opened = Vec::with_capacity(ids.len());
     for chunk in ids.chunks(CONCURRENT_OPENS) {
         let mut calls = Vec::with_capacity(chunk.len());
         for id in chunk {
-            calls.push(open(web, person, id, None));
+            calls.push(open(web, caller, id, None));
         }
         opened.extend(futures_util::future::join_all(calls).await);
     }
@@ -58,14 +60,14 @@ async fn open_all(web: &Web, person: &Person, ids: &[String]) -> Vec<Result<Open
 }
 
 /// The full texts of the events on a page whose prompt or answer was cut in its summary.
-async fn full_texts(web: &Web, person: &Person, turns: &[TurnView]) -> HashMap<String, Content> {
+async fn full_texts(web: &Web, caller: &Caller, turns: &[TurnView]) -> HashMap<String, Content> {
     let wanted: Vec<String> = turns
         .iter()
         .flat_map(|t| &t.events)
         .filter(|e| e.truncated && is_conversation(e.event_type))
         .map(|e| e.id.clone())
         .collect();
-    let opened = open_all(web, person, &wanted).await;
+    let opened = open_all(web, caller, &wanted).await;
     wanted
         .into_iter()
         .zip(opened)
@@ -97,7 +99,14 @@ pub(super) async fn get(
             .saturating_sub(1),
     };
     let target = layout::value(&pairs, "event").to_owned();
-    let view = match open(&web, &person, &id, Some(("offset", page * TURNS_PER_PAGE))).await {
+    let view = match open(
+        &web,
+        &person.caller,
+        &id,
+        Some(("offset", page * TURNS_PER_PAGE)),
+    )
+    .await
+    {
         Ok(OpenData::Session(view)) => view,
         Ok(_) => {
             return layout::error_page(
@@ -108,30 +117,67 @@ pub(super) async fn get(
         }
         Err(error) => return layout::tool_error(person.signed_in(), &error),
     };
-    let shown: Vec<_> = view
-        .turns
-        .iter()
-        .take(TURNS_PER_PAGE as usize)
-        .map(|t| t.id.clone())
-        .collect();
-    let opened = open_all(&web, &person, &shown).await;
-    let mut turns = Vec::new();
-    let mut failures = Vec::new();
-    for (turn, opened) in shown.iter().zip(opened) {
-        match opened {
-            Ok(OpenData::Turn(view)) => turns.push(*view),
-            Ok(_) => {}
-            Err(error) => failures.push((turn.clone(), error.message)),
-        }
-    }
-    let texts = full_texts(&web, &person, &turns).await;
-    let body = session_body(&view, page, &turns, &failures, &texts, &target);
     let title = if view.session.title.is_empty() {
         "Session"
     } else {
         &view.session.title
     };
-    layout::page(title, person.signed_in(), Nav::Sessions, body).into_response()
+    let (head, tail) = layout::page_parts(title, person.signed_in(), Nav::Sessions);
+    // The page is sent as it is made: the session's part at once, then its turns a few at a
+    // time as their `open`s answer. A person who leaves stops the rest.
+    let (sender, receiver) = tokio::sync::mpsc::channel::<String>(2);
+    let caller = person.caller.clone();
+    tokio::spawn(async move {
+        let shown: Vec<String> = view
+            .turns
+            .iter()
+            .take(TURNS_PER_PAGE as usize)
+            .map(|t| t.id.clone())
+            .collect();
+        let pager = turn_pager(&view, page, shown.len() as u64);
+        let first = head + &session_intro(&view).into_string() + &pager.clone().into_string();
+        if sender.send(first).await.is_err() {
+            return;
+        }
+        for chunk in shown.chunks(CONCURRENT_OPENS) {
+            let mut part = String::new();
+            let mut turns = Vec::new();
+            for (turn, opened) in chunk.iter().zip(open_all(&web, &caller, chunk).await) {
+                match opened {
+                    Ok(OpenData::Turn(view)) => turns.push(*view),
+                    Ok(_) => {}
+                    Err(error) => part.push_str(
+                        &html! {
+                            p.error role="alert" { "Turn " code { (turn) } " could not be opened: " (error.message) }
+                        }
+                        .into_string(),
+                    ),
+                }
+            }
+            let texts = full_texts(&web, &caller, &turns).await;
+            for turn in &turns {
+                part.push_str(&turn_section(turn, &texts, &target).into_string());
+            }
+            if sender.send(part).await.is_err() {
+                return;
+            }
+        }
+        let end = if shown.len() > 3 {
+            pager.into_string()
+        } else {
+            String::new()
+        };
+        let _ = sender.send(end + &tail).await;
+    });
+    let body = futures_util::stream::unfold(receiver, |mut receiver| async move {
+        let part = receiver.recv().await?;
+        Some((Ok::<_, std::convert::Infallible>(part), receiver))
+    });
+    (
+        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        Body::from_stream(body),
+    )
+        .into_response()
 }
 
 /// `GET /ui/turn/{id}?offset=N`: one turn's events, from the N-th (for turns of more events
@@ -144,7 +190,7 @@ pub(super) async fn turn(
 ) -> Response {
     let pairs = layout::pairs(raw.as_deref());
     let offset = layout::value(&pairs, "offset").parse::<u64>().unwrap_or(0);
-    let view = match open(&web, &person, &id, Some(("offset", offset))).await {
+    let view = match open(&web, &person.caller, &id, Some(("offset", offset))).await {
         Ok(OpenData::Turn(view)) => *view,
         Ok(_) => {
             return layout::error_page(
@@ -155,7 +201,7 @@ pub(super) async fn turn(
         }
         Err(error) => return layout::tool_error(person.signed_in(), &error),
     };
-    let texts = full_texts(&web, &person, std::slice::from_ref(&view)).await;
+    let texts = full_texts(&web, &person.caller, std::slice::from_ref(&view)).await;
     let body = html! {
         p.crumbs {
             a href=(format!("/ui/session/{}?turn={}#turn-{}", view.session.id, view.turn.ordinal, view.turn.ordinal)) {
@@ -174,25 +220,9 @@ pub(super) async fn turn(
     .into_response()
 }
 
-fn session_body(
-    view: &SessionView,
-    page: u64,
-    turns: &[TurnView],
-    failures: &[(String, String)],
-    texts: &HashMap<String, Content>,
-    target: &str,
-) -> Markup {
+/// The session's part of its page: what it is, and the sessions around it.
+fn session_intro(view: &SessionView) -> Markup {
     let s = &view.session;
-    let pages = u64::from(s.turn_count).div_ceil(TURNS_PER_PAGE).max(1);
-    let first = page * TURNS_PER_PAGE + 1;
-    let mut models: Vec<&str> = turns
-        .iter()
-        .flat_map(|t| &t.events)
-        .filter_map(|e| e.model.as_deref())
-        .collect();
-    models.sort_unstable();
-    models.dedup();
-    let page_link = |p: u64| format!("/ui/session/{}?page={}", s.id, p + 1);
     html! {
         h1 { (if s.title.is_empty() { "(untitled session)" } else { &s.title }) }
         dl.facts {
@@ -204,7 +234,7 @@ fn session_body(
                     None => { "unknown" }
                 }
             }
-            dt { "Model" } dd { @if models.is_empty() { "not recorded" } @else { (models.join(", ")) } }
+            dt { "Model" } dd { (s.model.as_deref().unwrap_or("not recorded")) }
             dt { "Started" } dd { (layout::time(&s.started_at)) }
             dt { "Updated" } dd { (layout::time(&s.updated_at)) @if !s.completed { " (in progress)" } }
             dt { "Size" } dd { (s.turn_count) " turns, " (s.event_count) " events" }
@@ -229,28 +259,17 @@ fn session_body(
                 a rel="next" href=(format!("/ui/session/{next}")) { "Next session →" }
             }
         }
-        (turn_pager(page, pages, first, turns.len() as u64, s.turn_count, &page_link, &s.id))
-        @for (turn, message) in failures {
-            p.error role="alert" { "Turn " code { (turn) } " could not be opened: " (message) }
-        }
-        @for turn in turns {
-            (turn_section(turn, texts, target))
-        }
-        @if turns.len() > 3 {
-            (turn_pager(page, pages, first, turns.len() as u64, s.turn_count, &page_link, &s.id))
-        }
     }
 }
 
-fn turn_pager(
-    page: u64,
-    pages: u64,
-    first: u64,
-    shown: u64,
-    total: u32,
-    page_link: &dyn Fn(u64) -> String,
-    session: &str,
-) -> Markup {
+/// Where page `page` (of `shown` turns) stands among the session's pages of turns, with links
+/// to the others and a form to go to a turn.
+fn turn_pager(view: &SessionView, page: u64, shown: u64) -> Markup {
+    let s = &view.session;
+    let total = s.turn_count;
+    let pages = u64::from(total).div_ceil(TURNS_PER_PAGE).max(1);
+    let first = page * TURNS_PER_PAGE + 1;
+    let page_link = |p: u64| format!("/ui/session/{}?page={}", s.id, p + 1);
     html! {
         nav.pager aria-label="Pages of turns" {
             @if page > 0 {
@@ -263,7 +282,7 @@ fn turn_pager(
                 a href=(page_link(page + 1)) { "Later turns →" }
             }
             @if pages > 1 {
-                form.jump method="get" action=(format!("/ui/session/{session}")) {
+                form.jump method="get" action=(format!("/ui/session/{}", s.id)) {
                     label for="jump-turn" { "Turn" }
                     input #jump-turn type="number" name="turn" min="1" max=(total) inputmode="numeric";
                     button type="submit" { "Go" }

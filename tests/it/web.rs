@@ -365,15 +365,24 @@ async fn session_content_is_shown_as_text_and_links_land_on_their_turn() {
     ] {
         assert!(page.body.contains(shown), "{shown} is not shown as text");
     }
+    // Credentials in the log are redacted, as in MCP answers.
+    assert!(!page.body.contains("AKIAFAKEFAKEFAKE5678"));
+    assert!(
+        page.body.contains("[REDACTED:aws_access_key]"),
+        "{}",
+        page.body
+    );
     let event = page
         .body
         .split("href=\"/ui/event/")
         .nth(1)
-        .map(|rest| rest.split('"').next().unwrap().to_owned());
-    if let Some(event) = event {
+        .map(|rest| rest.split('"').next().unwrap().to_owned())
+        .expect("the long output's Show more");
+    {
         let opened = fetch("GET", &ui(&format!("/ui/event/{event}")), &admin, &[]).await;
         assert_eq!(opened.status, 200);
         assert!(!opened.body.contains("<img") && !opened.body.contains("<script"));
+        assert!(!opened.body.contains("AKIAFAKEFAKEFAKE5678"));
     }
     server.stop().await;
 }
@@ -396,6 +405,10 @@ async fn long_sessions_page_by_twenty_turns_and_a_turn_link_opens_its_page() {
         .to_owned();
     let first = fetch("GET", &ui(&format!("/ui/session/{long}")), &admin, &[]).await;
     assert!(first.body.contains("Turns 1–20 of 25"), "{}", first.body);
+    // Sent as it is made, not sized up front.
+    assert!(first.headers.get("content-length").is_none());
+    assert_eq!(first.headers["transfer-encoding"], "chunked");
+    assert!(first.body.trim_end().ends_with("</html>"));
     assert!(first.body.contains("id=\"turn-20\"") && !first.body.contains("id=\"turn-21\""));
     assert!(first.body.contains("Later turns"));
     let later = fetch(

@@ -55,6 +55,8 @@ pub(crate) struct SessionInfo {
     /// The repository the session worked in, from the working directory its log records.
     pub project: Option<Project>,
     pub harness: String,
+    /// The model that last answered in the session, where the log names one.
+    pub model: Option<String>,
     pub started_at: String,
     pub updated_at: String,
     pub completed: bool,
@@ -268,6 +270,7 @@ impl From<&SessionRow> for SessionInfo {
             source: row.source.clone(),
             project: Project::of(&row.cwd),
             harness: row.harness.clone(),
+            model: (!row.model.is_empty()).then(|| row.model.clone()),
             started_at: format_ts(row.started_at),
             updated_at: format_ts(row.updated_at),
             completed: row.completed,
