@@ -70,9 +70,30 @@ pub(crate) fn now_ms() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
+/// Epoch milliseconds as a `DateTime64(3)` parameter (decimal seconds), clamped to the type's
+/// range (1900–2299) so far-off but valid datetimes still compare correctly.
+pub(crate) fn db_time(ms: i64) -> String {
+    const MIN: i64 = -2_208_988_800_000; // 1900-01-01T00:00:00Z
+    const MAX: i64 = 10_413_791_999_999; // 2299-12-31T23:59:59.999Z
+    let ms = ms.clamp(MIN, MAX);
+    let sign = if ms < 0 { "-" } else { "" };
+    format!(
+        "{sign}{}.{:03}",
+        ms.unsigned_abs() / 1000,
+        ms.unsigned_abs() % 1000
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn test_db_time_is_decimal_seconds_within_range() {
+        assert_eq!(db_time(1_500), "1.500");
+        assert_eq!(db_time(-1_500), "-1.500");
+        assert_eq!(db_time(i64::MAX), "10413791999.999");
+    }
 
     #[test]
     fn test_preview_collapses_and_truncates() {

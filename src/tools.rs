@@ -387,6 +387,25 @@ mod tests {
         );
     }
 
+    #[test]
+    fn test_search_windows_are_rfc_3339_datetimes() {
+        type S = SearchSessions;
+        assert!(accepted::<S>(
+            json!({"query": "x", "start_datetime": "2026-04-30T09:00:00Z", "end_datetime": "2026-05-01T00:00:00+02:00"})
+        ));
+        assert!(accepted::<S>(json!({"query": "x", "end_datetime": null})));
+        for field in ["start_datetime", "end_datetime"] {
+            for bad in [json!("2026-04-30"), json!("yesterday"), json!(7)] {
+                let mut args = json!({"query": "x"});
+                args[field] = bad;
+                assert_eq!(
+                    rejected::<S>(args),
+                    (ErrorCode::InvalidRequest, field.to_owned())
+                );
+            }
+        }
+    }
+
     /// `T` takes `base` with any `project` of 1–1024 characters, and refuses others.
     fn check_project_filter<T: Tool>(base: &Value) {
         let with = |project: &Value| {

@@ -28,12 +28,12 @@ use super::context::{
 use super::envelope::{Performance, ToolError};
 use super::project::{self, Project, ProjectMatch};
 use super::querylog;
-use super::schema::{self, ID_PATTERN, InputRules};
+use super::schema::{self, DATETIME_PATTERN, ID_PATTERN, InputRules};
 use super::stats::QueryStats;
 use crate::auth::Caller;
 use crate::config::{Config, SlaConfig};
 use crate::ids::{self, Id, IdError, IdKind};
-use crate::text::format_ts;
+use crate::text::{db_time, format_ts, rfc3339_ms};
 use crate::tokenize::{query_terms, term_hash};
 use crate::vocab::{EventType, SELF_TRAFFIC_BIT};
 use sql::{Detail, EventDetail, ScoreShape, Scored, SessionDetail, TurnDetail};
@@ -47,6 +47,36 @@ const MAX_N_HITS: u64 = 50;
 const DEFAULT_N_HITS: u32 = 10;
 /// Snippets look at most this much of an event's text.
 const SNIPPET_TEXT_BYTES: u32 = snippet::SCAN_BYTES as u32;
+
+/// A search's time window, in epoch milliseconds: sessions updated at or after `from` and
+/// started before `to` (open-ended where the request names no bound).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Window {
+    from: i64,
+    to: i64,
+}
+
+impl Window {
+    fn of(request: &SearchRequest) -> Result<Self, ToolError> {
+        let bound = |field: &str, text: &Option<String>, open: i64| match text {
+            None => Ok(open),
+            Some(text) => rfc3339_ms(text).ok_or_else(|| {
+                ToolError::invalid(field, format!("{field} is not a valid RFC 3339 datetime"))
+            }),
+        };
+        let window = Self {
+            from: bound("start_datetime", &request.start_datetime, i64::MIN)?,
+            to: bound("end_datetime", &request.end_datetime, i64::MAX)?,
+        };
+        if window.to <= window.from {
+            return Err(ToolError::invalid(
+                "end_datetime",
+                "end_datetime must be later than start_datetime",
+            ));
+        }
+        Ok(window)
+    }
+}
 
 /// The `search_sessions` tool.
 pub(crate) struct SearchSessions;
@@ -67,6 +97,10 @@ pub(crate) struct Args {
     source: Option<String>,
     #[serde(default)]
     project: Option<String>,
+    #[serde(default)]
+    start_datetime: Option<String>,
+    #[serde(default)]
+    end_datetime: Option<String>,
 }
 
 impl Args {
@@ -86,6 +120,8 @@ impl Args {
             harness: self.harness,
             source: self.source,
             project: self.project,
+            start_datetime: self.start_datetime,
+            end_datetime: self.end_datetime,
         }
     }
 }
@@ -137,6 +173,16 @@ impl Tool for SearchSessions {
                 "harness": schema::harness_filter(),
                 "source": schema::name_filter("source name"),
                 "project": project::filter_schema(),
+                "start_datetime": {
+                    "type": ["string", "null"],
+                    "pattern": DATETIME_PATTERN,
+                    "description": "Only sessions active at or after this time (updated at or after it), RFC 3339 with Z or an offset."
+                },
+                "end_datetime": {
+                    "type": ["string", "null"],
+                    "pattern": DATETIME_PATTERN,
+                    "description": "Only sessions started before this time, RFC 3339 with Z or an offset."
+                },
             }
         })
     }
@@ -176,6 +222,9 @@ impl Tool for SearchSessions {
                     "within_id" => "within_id must be a session or turn ID string".into(),
                     "harness" | "source" => schema::name_filter_message(field),
                     "project" => project::filter_message(),
+                    "start_datetime" | "end_datetime" => format!(
+                        "{field} must be an RFC 3339 datetime with Z or an offset, e.g. 2026-04-30T09:00:00Z"
+                    ),
                     _ => return None,
                 })
             },
@@ -197,6 +246,8 @@ impl Tool for SearchSessions {
     ) -> Result<Answer<Self>, ToolError> {
         let request = args.canonical();
         let scope = Scope::of(request.within_id.as_deref())?;
+        // A window that cannot hold a session is refused before anything is read.
+        Window::of(&request)?;
         let sla_target_ms = scope.sla_target(&ctx.config.sla, ctx.stats.documents());
         let mut warnings = Vec::new();
         let max_terms = ctx.config.tools.max_query_terms;
@@ -448,6 +499,9 @@ async fn score(
     if request.project.is_some() {
         fragments.push(sql::FILTER_PROJECT);
     }
+    if request.start_datetime.is_some() || request.end_datetime.is_some() {
+        fragments.push(sql::FILTER_WINDOW);
+    }
     fragments.push(visible.filter(sql::FILTER_VISIBLE));
     // A global page chooses among more candidates than it shows (see `spread`).
     let global = matches!(scope, Scope::All);
@@ -566,6 +620,7 @@ impl Read<'_> {
         let bm25 = &self.ctx.config.bm25;
         let request = self.request;
         let project = ProjectMatch::of(request.project.as_deref());
+        let window = Window::of(request)?;
         // Named apart so that `/metrics` and the benchmark show what a tier read costs.
         let name = match tiers {
             Some(_) => "search_score_tiers",
@@ -588,6 +643,8 @@ impl Read<'_> {
             .param("source", request.source.as_deref().unwrap_or(""))
             .param("project_prefix", &project.prefix)
             .param("project_suffix", &project.suffix)
+            .param("from", db_time(window.from))
+            .param("to", db_time(window.to))
             .param("visible", self.visible.sources())
             .param("tiers", tiers.unwrap_or_default())
             .fetch_all(&self.ctx.db, self.deadline)

@@ -140,6 +140,30 @@ pub(super) fn value<'a>(pairs: &'a [(String, String)], key: &str) -> &'a str {
         .map_or("", |(_, v)| v.trim())
 }
 
+/// The whole UTC days `from` to `to` of a form (`2026-04-30`; either may be empty) as RFC 3339
+/// bounds: `from`'s midnight, and the midnight after `to`; or what is wrong with them.
+pub(super) fn day_window(from: &str, to: &str) -> Result<(Option<String>, Option<String>), String> {
+    let format = time::macros::format_description!("[year]-[month]-[day]");
+    let day = |name: &str, text: &str| {
+        time::Date::parse(text, &format)
+            .map_err(|_| format!("{name} must be a date such as 2026-04-30, not {text:?}"))
+    };
+    let start = if from.is_empty() {
+        None
+    } else {
+        Some(format!("{}T00:00:00Z", day("from", from)?))
+    };
+    let end = if to.is_empty() {
+        None
+    } else {
+        let after = day("to", to)?
+            .next_day()
+            .ok_or_else(|| "to is too far in the future".to_owned())?;
+        Some(format!("{after}T00:00:00Z"))
+    };
+    Ok((start, end))
+}
+
 /// `text` with the words of `query` marked, as the index reads words.
 pub(super) fn highlighted(text: &str, query: &str) -> Markup {
     let wanted: HashSet<String> = tokenize::query_terms(query).into_iter().collect();
@@ -213,6 +237,28 @@ mod tests {
         );
         assert_eq!(format!("{head}<p>x</p>{tail}"), whole.into_string());
         assert!(tail.starts_with("</main>"));
+    }
+
+    #[test]
+    fn test_day_windows_run_from_midnight_to_the_next() {
+        assert_eq!(
+            day_window("2026-04-30", "2026-04-30"),
+            Ok((
+                Some("2026-04-30T00:00:00Z".to_owned()),
+                Some("2026-05-01T00:00:00Z".to_owned())
+            ))
+        );
+        assert_eq!(day_window("", ""), Ok((None, None)));
+        assert!(
+            day_window("30/04/2026", "")
+                .unwrap_err()
+                .contains("from must be a date")
+        );
+        assert!(
+            day_window("", "2026-02-30")
+                .unwrap_err()
+                .contains("to must be a date")
+        );
     }
 
     #[test]

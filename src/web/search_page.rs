@@ -3,6 +3,7 @@
 //! place in the session.
 
 use axum::extract::{RawQuery, State};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use maud::{Markup, html};
 use serde_json::{Map, Value, json};
@@ -26,6 +27,8 @@ struct Asked {
     harness: String,
     source: String,
     project: String,
+    from: String,
+    to: String,
     page: usize,
 }
 
@@ -46,12 +49,16 @@ impl Asked {
             harness: layout::value(&pairs, "harness").to_owned(),
             source: layout::value(&pairs, "source").to_owned(),
             project: layout::value(&pairs, "project").to_owned(),
+            from: layout::value(&pairs, "from").to_owned(),
+            to: layout::value(&pairs, "to").to_owned(),
             page,
         }
     }
 
-    /// The tool's arguments for this page: every hit up to its end.
-    fn arguments(&self) -> Map<String, Value> {
+    /// The tool's arguments for this page (every hit up to its end), or what is wrong with
+    /// the dates.
+    fn arguments(&self) -> Result<Map<String, Value>, String> {
+        let (start, end) = layout::day_window(&self.from, &self.to)?;
         let mut args = Map::new();
         args.insert("query".into(), json!(self.query));
         args.insert("n_hits".into(), json!(self.page * PER_PAGE));
@@ -67,7 +74,12 @@ impl Asked {
                 args.insert(key.into(), json!(value));
             }
         }
-        args
+        for (key, bound) in [("start_datetime", start), ("end_datetime", end)] {
+            if let Some(bound) = bound {
+                args.insert(key.into(), json!(bound));
+            }
+        }
+        Ok(args)
     }
 
     /// The link to page `page` of the same search.
@@ -78,6 +90,8 @@ impl Asked {
             ("harness", &self.harness),
             ("source", &self.source),
             ("project", &self.project),
+            ("from", &self.from),
+            ("to", &self.to),
         ];
         pairs.extend(self.types.iter().map(|t| ("type", t.as_str())));
         pairs.push(("page", &page));
@@ -99,20 +113,24 @@ pub(super) async fn get(
         };
         return layout::page("Search", person.signed_in(), Nav::Search, body).into_response();
     }
-    let answer = match web
-        .tools
-        .run::<SearchSessions>(asked.arguments(), &person.caller)
-        .await
-    {
+    let answer = match asked.arguments() {
+        Ok(args) => web
+            .tools
+            .run::<SearchSessions>(args, &person.caller)
+            .await
+            .map_err(|e| (layout::status_of(e.code), e.message)),
+        Err(message) => Err((StatusCode::BAD_REQUEST, message)),
+    };
+    let answer = match answer {
         Ok(answer) => answer,
-        Err(error) => {
+        Err((status, message)) => {
             let body = html! {
                 h1 { "Search sessions" }
                 (form(&asked))
-                p.error role="alert" { (error.message) }
+                p.error role="alert" { (message) }
             };
             return (
-                layout::status_of(error.code),
+                status,
                 layout::page("Search", person.signed_in(), Nav::Search, body),
             )
                 .into_response();
@@ -158,7 +176,7 @@ fn form(asked: &Asked) -> Markup {
                     autofocus[asked.query.is_empty()];
                 button type="submit" { "Search" }
             }
-            details.filters open[!asked.types.is_empty() || !asked.harness.is_empty() || !asked.source.is_empty() || !asked.project.is_empty()] {
+            details.filters open[!asked.types.is_empty() || !asked.harness.is_empty() || !asked.source.is_empty() || !asked.project.is_empty() || !asked.from.is_empty() || !asked.to.is_empty()] {
                 summary { "Filters" }
                 fieldset {
                     legend { "Event kinds (none checked: prompts, answers and tool output)" }
@@ -186,6 +204,14 @@ fn form(asked: &Asked) -> Markup {
                 div.field {
                     label for="project" { "Project (directory name or path)" }
                     input #project type="text" name="project" value=(asked.project) maxlength="1024";
+                }
+                div.field {
+                    label for="from" { "Sessions active from (UTC day)" }
+                    input #from type="date" name="from" value=(asked.from);
+                }
+                div.field {
+                    label for="to" { "Sessions started by (UTC day)" }
+                    input #to type="date" name="to" value=(asked.to);
                 }
             }
         }

@@ -6,7 +6,6 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use maud::{Markup, html};
 use serde_json::{Map, Value, json};
-use time::macros::format_description;
 
 use super::Web;
 use super::layout::{self, Nav};
@@ -45,28 +44,22 @@ impl Asked {
 
     /// The tool's arguments, or what is wrong with the dates.
     fn arguments(&self) -> Result<Map<String, Value>, String> {
-        let day = format_description!("[year]-[month]-[day]");
-        let parse = |name: &str, text: &str| {
-            time::Date::parse(text, &day)
-                .map_err(|_| format!("{name} must be a date such as 2026-04-30, not {text:?}"))
+        let (start, end) = layout::day_window(&self.from, &self.to)?;
+        // Without an end, tomorrow's midnight: no clock skew hides today.
+        let end = match end {
+            Some(end) => end,
+            None => {
+                let tomorrow = time::OffsetDateTime::now_utc()
+                    .date()
+                    .next_day()
+                    .ok_or_else(|| "the calendar ends here".to_owned())?;
+                format!("{tomorrow}T00:00:00Z")
+            }
         };
-        let start = if self.from.is_empty() {
-            EARLIEST.to_owned()
-        } else {
-            format!("{}T00:00:00Z", parse("from", &self.from)?)
-        };
-        // The window ends after the last day asked (or tomorrow, so no clock skew hides today).
-        let last = if self.to.is_empty() {
-            time::OffsetDateTime::now_utc().date()
-        } else {
-            parse("to", &self.to)?
-        };
-        let end = last
-            .next_day()
-            .ok_or_else(|| "to is too far in the future".to_owned())?;
+        let start = start.unwrap_or_else(|| EARLIEST.to_owned());
         let mut args = Map::new();
         args.insert("start_datetime".into(), json!(start));
-        args.insert("end_datetime".into(), json!(format!("{end}T00:00:00Z")));
+        args.insert("end_datetime".into(), json!(end));
         args.insert("limit".into(), json!(PER_PAGE));
         for (key, value) in [
             ("harness", &self.harness),

@@ -466,6 +466,24 @@ async fn an_open_server_shows_its_pages_without_sign_in_and_they_can_be_turned_o
     assert_eq!(search.status, 200);
     assert!(search.body.contains("<mark>openword</mark>"));
     assert!(!search.body.contains("Sign out"));
+    // The search's time window: whole UTC days, as search_sessions' start and end.
+    let window = |query: &str| {
+        let url = format!("{}/ui/?q=openword&{query}", server.base);
+        async move { fetch("GET", &url, "", &[]).await }
+    };
+    let within = window("from=2026-05-01&to=2026-05-01").await;
+    assert!(
+        within.body.contains("<mark>openword</mark>"),
+        "{}",
+        within.body
+    );
+    let later = window("from=2100-01-01").await;
+    assert!(later.body.contains("No hits"), "{}", later.body);
+    let before = window("to=2026-04-30").await;
+    assert!(before.body.contains("No hits"), "{}", before.body);
+    let bad = window("to=30.04.2026").await;
+    assert_eq!(bad.status, 400);
+    assert!(bad.body.contains("to must be a date"));
     // The pages answer only the names MCP answers (DNS rebinding).
     let rebound = common::send(
         "GET",

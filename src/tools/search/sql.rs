@@ -35,6 +35,11 @@ pub(super) const FILTER_PROJECT: &str = concat!(
     ")"
 );
 
+/// Only sessions active in a window: updated at or after its start, started before its end
+/// (as `list_sessions` reads a window).
+pub(super) const FILTER_WINDOW: &str = "AND sess IN (SELECT session_key FROM sessions FINAL \
+     WHERE updated_at >= {from:DateTime64(3, 'UTC')} AND started_at < {to:DateTime64(3, 'UTC')})";
+
 /// Only some tiers of the terms' postings (see `tiers`): key ranges of the index.
 pub(super) const FILTER_TIERS: &str = "AND (term, tier) IN {tiers:Array(Tuple(UInt64, UInt8))}";
 

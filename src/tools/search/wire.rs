@@ -22,6 +22,10 @@ pub(crate) struct SearchRequest {
     pub source: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub project: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_datetime: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub end_datetime: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]

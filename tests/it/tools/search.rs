@@ -442,6 +442,68 @@ async fn search_harness_and_source_filters_are_exact() {
 }
 
 #[tokio::test]
+async fn search_keeps_to_the_sessions_of_a_time_window() {
+    let mut c = client().await;
+    let all = c
+        .ok("search_sessions", json!({"query": "test", "n_hits": 50}))
+        .await;
+    let sessions: Vec<(String, String, String)> = hits(&all)
+        .iter()
+        .map(|h| {
+            let s = &h["session"];
+            let text = |k: &str| s[k].as_str().unwrap().to_owned();
+            (text("id"), text("started_at"), text("updated_at"))
+        })
+        .collect();
+    assert!(sessions.len() > 1);
+    // Sessions updated at or after a time: the one updated then is in, none updated before.
+    let (id, started, updated) = sessions[0].clone();
+    let e = c
+        .ok(
+            "search_sessions",
+            json!({"query": "test", "n_hits": 50, "start_datetime": updated}),
+        )
+        .await;
+    assert_eq!(e["request"]["start_datetime"], updated);
+    assert!(hits(&e).iter().any(|h| h["session"]["id"] == id.as_str()));
+    for hit in hits(&e) {
+        assert!(
+            hit["session"]["updated_at"].as_str().unwrap() >= updated.as_str(),
+            "{hit}"
+        );
+    }
+    // Sessions started before a time (exclusive): not the one that started then.
+    let e = c
+        .ok(
+            "search_sessions",
+            json!({"query": "test", "n_hits": 50, "end_datetime": started}),
+        )
+        .await;
+    assert!(hits(&e).iter().all(|h| h["session"]["id"] != id.as_str()));
+    for hit in hits(&e) {
+        assert!(
+            hit["session"]["started_at"].as_str().unwrap() < started.as_str(),
+            "{hit}"
+        );
+    }
+    let later = c
+        .ok(
+            "search_sessions",
+            json!({"query": "test", "start_datetime": "2100-01-01T00:00:00Z"}),
+        )
+        .await;
+    assert!(hits(&later).is_empty());
+    let (code, envelope) = c
+        .err(
+            "search_sessions",
+            json!({"query": "test", "start_datetime": "2026-05-02T00:00:00Z", "end_datetime": "2026-05-01T00:00:00Z"}),
+        )
+        .await;
+    assert_eq!(code, "invalid_request");
+    assert_eq!(envelope["error"]["details"]["field"], "end_datetime");
+}
+
+#[tokio::test]
 async fn this_services_own_tool_traffic_is_not_searched_by_default() {
     let mut c = client().await;
     let all_types = [
