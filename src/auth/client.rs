@@ -105,8 +105,8 @@ mod tests {
     fn test_the_code_challenge_is_rfc_7636s() {
         // RFC 7636 appendix B.
         assert_eq!(
-            super::code_challenge("dBjftJeZ4CVP-mA1lQZSGnq3m3KB2KQ4YA7D2MyQk8M"),
-            "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuUzHXyBt-Q"
+            super::code_challenge("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"),
+            "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
         );
     }
 }

@@ -9,13 +9,20 @@ use crate::common::{environment, try_get};
 
 pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_moraine-mcp");
 
-/// A free loopback port (the listener is dropped; the port stays free long enough).
+/// A free loopback port for a process the test starts. Drawn below Linux's ephemeral range
+/// (32768–60999), so that no outgoing connection of a parallel test takes it between this
+/// check and the process's bind, as a port from `bind(0)` could be.
 pub(crate) fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    use std::hash::{BuildHasher, RandomState};
+    static DRAWS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    loop {
+        let draw = DRAWS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let port =
+            20_000 + (RandomState::new().hash_one((std::process::id(), draw)) % 12_000) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
 }
 
 /// The processes whose parent is `parent`.
