@@ -4,10 +4,12 @@
 #   2. unit and integration tests (the real embedded ClickHouse, MCP over real HTTP);
 #   3. the deployment files (docker compose config, OpenAPI lint, Prometheus rules, dashboard);
 #   4. interoperability against live servers: curl smoke test, the official TypeScript and
-#      Python MCP SDK clients in both protocol styles, and the MCP conformance suite;
+#      Python MCP SDK clients in both protocol styles, the MCP conformance suite, the OAuth
+#      flow, and the web pages in Chromium;
 #   5. the benchmark harness in its --quick form, as a smoke (numbers reported, never asserted).
 # Needs the Rust toolchain, Python 3.11+, Node.js 20+ with npm, and curl; everything else is
-# installed under target/ on first use. SKIP_BENCH=1 leaves out step 5 (it builds in release).
+# installed under target/ on first use, but for Debian's chromium package, which step 4 installs
+# (as root, else with sudo) when `chromium` is missing. SKIP_BENCH=1 leaves out step 5 (it builds in release).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
