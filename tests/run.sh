@@ -9,7 +9,8 @@
 #   5. the benchmark harness in its --quick form, as a smoke (numbers reported, never asserted).
 # Needs the Rust toolchain, Python 3.11+, Node.js 20+ with npm, and curl; everything else is
 # installed under target/ on first use, but for Debian's chromium package, which step 4 installs
-# (as root, else with sudo) when `chromium` is missing. SKIP_BENCH=1 leaves out step 5 (it builds in release).
+# (as root, else with sudo) when `chromium` is missing. SKIP_BENCH=1 leaves out step 5 (it
+# builds in release).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
