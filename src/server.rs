@@ -67,16 +67,14 @@ pub(crate) fn router(
     if config.auth.is_configured() {
         auth::zero_metrics(&metrics, !tokens.is_unused(), oauth.is_some());
     }
+    let auth_state = |required: &'static [Scope]| AuthState {
+        tokens: tokens.clone(),
+        oauth: oauth.clone(),
+        metrics: metrics.clone(),
+        required,
+    };
     let guard = |required: &'static [Scope]| {
-        middleware::from_fn_with_state(
-            AuthState {
-                tokens: tokens.clone(),
-                oauth: oauth.clone(),
-                metrics: metrics.clone(),
-                required,
-            },
-            auth::authenticate,
-        )
+        middleware::from_fn_with_state(auth_state(required), auth::authenticate)
     };
     let ingest = ingest_api::routes(
         ingest_api::IngestApi {
@@ -107,12 +105,7 @@ pub(crate) fn router(
         auth::metadata_routes(oauth, &server.mcp_path)
     });
     let web = if config.web.enabled {
-        let auth = AuthState {
-            tokens: tokens.clone(),
-            oauth: oauth.clone(),
-            metrics: metrics.clone(),
-            required: &[Scope::Read],
-        };
+        let auth = auth_state(&[Scope::Read]);
         // The pages answer only the names MCP answers, against DNS rebinding.
         web::routes(Web::new(config, tools, db, auth)).layer(middleware::from_fn_with_state(
             hosts::Allowed::of(config, addr),

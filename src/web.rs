@@ -40,8 +40,6 @@ pub(crate) struct Web {
     signins: Arc<signin::SignIns>,
     /// The client the pages sign people in as at the OAuth issuer, when configured.
     oauth_client: Option<Arc<WebClient>>,
-    /// Sign-ins through the authorization server, between leaving and coming back.
-    pending: Arc<oauth_signin::Pending>,
     /// The public origin (`https://host`), when configured: where the issuer sends people back.
     public_origin: Option<String>,
     /// Cookies carry `Secure`: people reach the server over https.
@@ -66,7 +64,6 @@ impl Web {
                     scope: config.web.oauth_scope.clone(),
                 })
             }),
-            pending: Arc::new(oauth_signin::Pending::default()),
             public_origin: config.server.public_origin().map(|p| p.origin),
             secure: config.server.public_url.starts_with("https://"),
         }

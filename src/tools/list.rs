@@ -20,7 +20,7 @@ use super::project::{self, Project, ProjectMatch};
 use super::schema::{self, DATETIME_PATTERN, InputRules};
 use crate::config::Config;
 use crate::ids;
-use crate::text::{format_ts, rfc3339_ms};
+use crate::text::{db_time, format_ts, rfc3339_ms};
 use crate::vocab::SessionMode;
 use cursor::CursorBody;
 use wire::{ListData, ListRequest, ListedSession, SessionMeta, SessionRef, SortOrder};
@@ -270,15 +270,15 @@ async fn page(
     let rows = ctx
         .db
         .read("list_sessions", &statement)
-        .param("start", sql::db_time(start))
-        .param("end", sql::db_time(end))
+        .param("start", db_time(start))
+        .param("end", db_time(end))
         .param("mode", request.mode.map_or("", SessionMode::as_str))
         .param("harness", request.harness.as_deref().unwrap_or(""))
         .param("source", request.source.as_deref().unwrap_or(""))
         .param("project_prefix", &project.prefix)
         .param("project_suffix", &project.suffix)
         .param("visible", visible.sources())
-        .param("after_ts", sql::db_time(after.map_or(0, |c| c.t)))
+        .param("after_ts", db_time(after.map_or(0, |c| c.t)))
         .param("after_key", after.map_or(0, |c| c.k))
         .param("limit", request.limit + 1)
         .fetch_all(&ctx.db, deadline)

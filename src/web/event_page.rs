@@ -45,7 +45,7 @@ pub(super) async fn get(
     let body = html! {
         p.crumbs {
             a href=(format!("/ui/session/{}", view.session.id)) {
-                (if view.session.title.is_empty() { "(untitled session)" } else { &view.session.title })
+                (layout::title_of(&view.session.title))
             }
             " › "
             a href=(in_session) { "turn " (view.turn.ordinal) }

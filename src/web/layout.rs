@@ -84,6 +84,24 @@ pub(super) fn error_page(status: StatusCode, signed_in: SignedIn<'_>, message: &
     (status, page("Error", signed_in, Nav::None, body)).into_response()
 }
 
+/// The page when the system has no randomness to make a token with.
+pub(super) fn no_randomness() -> Response {
+    error_page(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        None,
+        "no randomness available to make a sign-in token",
+    )
+}
+
+/// A session's title as a page shows it.
+pub(super) fn title_of(title: &str) -> &str {
+    if title.is_empty() {
+        "(untitled session)"
+    } else {
+        title
+    }
+}
+
 /// The HTTP status a tool's error is served with.
 pub(super) fn status_of(code: ErrorCode) -> StatusCode {
     match code {

@@ -138,8 +138,9 @@ pub(super) async fn get(
     };
     let data = answer.data;
     let first = (asked.page - 1) * PER_PAGE;
-    let shown: Vec<&Hit> = data.results.iter().skip(first).collect();
-    let more = asked.page < MAX_PAGES && (data.truncated || data.results.len() > first + PER_PAGE);
+    let shown: Vec<&Hit> = data.results.iter().skip(first).take(PER_PAGE).collect();
+    // The tool was asked for every hit up to this page's end: more match when it says so.
+    let more = asked.page < MAX_PAGES && data.truncated;
     let body = html! {
         h1 { "Search sessions" }
         (form(&asked))
@@ -244,7 +245,7 @@ fn session_group(group: &Group<'_>, query: &str) -> Markup {
         article.group {
             h3 {
                 a href=(format!("/ui/session/{}", session.id)) {
-                    (if session.title.is_empty() { "(untitled session)" } else { &session.title })
+                    (layout::title_of(&session.title))
                 }
             }
             p.meta {

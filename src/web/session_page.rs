@@ -27,6 +27,14 @@ use crate::vocab::EventType;
 const TURNS_PER_PAGE: u64 = 20;
 /// `open` calls a page makes at once.
 const CONCURRENT_OPENS: usize = 4;
+/// Events of one turn a page shows; the rest are a link away. What a page reads and holds is
+/// bounded whatever a log holds.
+const EVENTS_PER_TURN: usize = 100;
+/// Prompts and answers longer than their summary that one batch of turns opens whole; others
+/// show their summary and a link.
+const FULL_TEXTS_PER_BATCH: usize = 8;
+/// Bytes of a prompt or answer shown in the page; the event's page has the rest.
+const INLINE_BYTES: usize = 20_000;
 
 /// An `open` call, from `offset` (`offset` or `content_offset`) when given.
 pub(super) async fn open(
@@ -63,9 +71,10 @@ async fn open_all(web: &Web, caller: &Caller, ids: &[String]) -> Vec<Result<Open
 async fn full_texts(web: &Web, caller: &Caller, turns: &[TurnView]) -> HashMap<String, Content> {
     let wanted: Vec<String> = turns
         .iter()
-        .flat_map(|t| &t.events)
+        .flat_map(|t| t.events.iter().take(EVENTS_PER_TURN))
         .filter(|e| e.truncated && is_conversation(e.event_type))
         .map(|e| e.id.clone())
+        .take(FULL_TEXTS_PER_BATCH)
         .collect();
     let opened = open_all(web, caller, &wanted).await;
     wanted
@@ -97,7 +106,9 @@ pub(super) async fn get(
             .parse::<u64>()
             .unwrap_or(1)
             .saturating_sub(1),
-    };
+    }
+    // `open`'s offset is a 32-bit count: no session has more pages than that.
+    .min(u64::from(u32::MAX) / TURNS_PER_PAGE);
     let target = layout::value(&pairs, "event").to_owned();
     let view = match open(
         &web,
@@ -117,12 +128,11 @@ pub(super) async fn get(
         }
         Err(error) => return layout::tool_error(person.signed_in(), &error),
     };
-    let title = if view.session.title.is_empty() {
-        "Session"
-    } else {
-        &view.session.title
-    };
-    let (head, tail) = layout::page_parts(title, person.signed_in(), Nav::Sessions);
+    let (head, tail) = layout::page_parts(
+        layout::title_of(&view.session.title),
+        person.signed_in(),
+        Nav::Sessions,
+    );
     // The page is sent as it is made: the session's part at once, then its turns a few at a
     // time as their `open`s answer. A person who leaves stops the rest.
     let (sender, receiver) = tokio::sync::mpsc::channel::<String>(2);
@@ -156,7 +166,7 @@ pub(super) async fn get(
             }
             let texts = full_texts(&web, &caller, &turns).await;
             for turn in &turns {
-                part.push_str(&turn_section(turn, &texts, &target).into_string());
+                part.push_str(&turn_section(turn, 0, &texts, &target).into_string());
             }
             if sender.send(part).await.is_err() {
                 return;
@@ -205,11 +215,11 @@ pub(super) async fn turn(
     let body = html! {
         p.crumbs {
             a href=(format!("/ui/session/{}?turn={}#turn-{}", view.session.id, view.turn.ordinal, view.turn.ordinal)) {
-                (view.session.title)
+                (layout::title_of(&view.session.title))
             }
         }
         h1 { "Turn " (view.turn.ordinal) @if offset > 0 { ", from event " (offset + 1) } }
-        (turn_section(&view, &texts, ""))
+        (turn_section(&view, offset, &texts, ""))
     };
     layout::page(
         &format!("Turn {}", view.turn.ordinal),
@@ -224,7 +234,7 @@ pub(super) async fn turn(
 fn session_intro(view: &SessionView) -> Markup {
     let s = &view.session;
     html! {
-        h1 { (if s.title.is_empty() { "(untitled session)" } else { &s.title }) }
+        h1 { (layout::title_of(&s.title)) }
         dl.facts {
             dt { "Harness" } dd { (s.harness) }
             dt { "Source" } dd { (s.source) }
@@ -292,8 +302,18 @@ fn turn_pager(view: &SessionView, page: u64, shown: u64) -> Markup {
     }
 }
 
-fn turn_section(turn: &TurnView, texts: &HashMap<String, Content>, target: &str) -> Markup {
+/// A turn's events (the first [`EVENTS_PER_TURN`] of those `open` listed from event `offset`),
+/// and a link to the rest.
+fn turn_section(
+    turn: &TurnView,
+    offset: u64,
+    texts: &HashMap<String, Content>,
+    target: &str,
+) -> Markup {
     let ordinal = turn.turn.ordinal;
+    let rest = (turn.events.len() > EVENTS_PER_TURN)
+        .then_some(offset + EVENTS_PER_TURN as u64)
+        .or(turn.next_offset);
     html! {
         section.turn id=(format!("turn-{ordinal}")) aria-labelledby=(format!("turn-{ordinal}-h")) {
             h2 id=(format!("turn-{ordinal}-h")) {
@@ -301,10 +321,10 @@ fn turn_section(turn: &TurnView, texts: &HashMap<String, Content>, target: &str)
                 " " span.meta { (layout::time(&turn.turn.started_at)) " · " (turn.turn.event_count) " events"
                     @if !turn.turn.completed { " · in progress" } }
             }
-            @for event in &turn.events {
+            @for event in turn.events.iter().take(EVENTS_PER_TURN) {
                 (event_block(event, texts.get(&event.id), event.id == target))
             }
-            @if let Some(next) = turn.next_offset {
+            @if let Some(next) = rest {
                 p { a href=(format!("/ui/turn/{}?offset={next}", turn.turn.id)) { "More events of this turn →" } }
             }
         }
@@ -315,7 +335,13 @@ fn event_block(event: &EventSummary, full: Option<&Content>, target: bool) -> Ma
     let id = event.id.as_str();
     let more = format!("/ui/event/{id}");
     let (text, cut) = match full {
-        Some(content) => (content.text.as_str(), content.truncated),
+        Some(content) => {
+            let shown = crate::text::floor_char_boundary(&content.text, INLINE_BYTES);
+            (
+                &content.text[..shown],
+                content.truncated || shown < content.text.len(),
+            )
+        }
         None => (event.summary.as_str(), event.truncated),
     };
     let tool = event.tool_name.as_deref().unwrap_or("tool");

@@ -206,7 +206,7 @@ fn session_row(listed: &ListedSession) -> Markup {
     html! {
         li.session {
             a href=(format!("/ui/session/{}", s.id)) {
-                (if s.title.is_empty() { "(untitled session)" } else { &s.title })
+                (layout::title_of(&s.title))
             }
             p.meta {
                 (s.harness) " · source " (s.source)

@@ -149,11 +149,12 @@ pub(super) fn cookie_header(
 /// Where to go after signing in: a page of this UI, else the search page.
 pub(super) fn safe_next(next: Option<&str>) -> &str {
     match next {
+        // Printable ASCII only: it becomes a `Location` (and a `Refresh`) header.
         Some(next)
             if next.starts_with("/ui/")
-                && !next.starts_with("//")
                 && !next.contains('\\')
-                && next.len() <= 2048 =>
+                && next.len() <= 2048
+                && next.bytes().all(|b| b.is_ascii_graphic()) =>
         {
             next
         }
@@ -204,11 +205,7 @@ pub(super) fn sign_in_page(
     status: StatusCode,
 ) -> Response {
     let Ok(csrf) = random_hex() else {
-        return layout::error_page(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            None,
-            "no randomness available",
-        );
+        return layout::no_randomness();
     };
     let body = html! {
         h1 { "Sign in" }
@@ -314,12 +311,12 @@ pub(super) async fn submit(State(web): State<Web>, headers: HeaderMap, body: Byt
             StatusCode::FORBIDDEN,
         );
     }
+    // A sign-in replaces the one this browser had.
+    if let Some(old) = cookie(&headers, COOKIE) {
+        web.signins.end(old);
+    }
     let Ok((id, _csrf)) = web.signins.start(credential.to_owned()) else {
-        return layout::error_page(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            None,
-            "no randomness available",
-        );
+        return layout::no_randomness();
     };
     tracing::info!(caller = %caller.name, "signed in to the web pages");
     let mut response = Redirect::to(&next).into_response();
@@ -398,6 +395,8 @@ mod tests {
             "/ui\\..\\x",
             "/mcp",
             "javascript:alert(1)",
+            "/ui/\r\nSet-Cookie: x=1",
+            "/ui/a b",
         ] {
             assert_eq!(safe_next(Some(bad)), "/ui/", "{bad}");
         }

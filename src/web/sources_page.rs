@@ -1,6 +1,6 @@
 //! The sources page: each machine or person whose logs the store holds, with its last write,
-//! its sessions and events, and how long it has been quiet, limited to the sources the person
-//! may read.
+//! its sessions and events, and how long it has been quiet; the sources `GET
+//! /ingest/v1/sources` shows the same credential (those it may read, and its own).
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};

@@ -2,7 +2,7 @@
 // Signs in to the web pages of a live moraine-mcp through a real authorization server, in
 // Debian's Chromium (playwright-core), with and without JavaScript.
 //
-//   node web-oauth.mjs <base-url> <provider-port>
+//   OAUTH_INTROSPECTION_SECRET=… node web-oauth.mjs <base-url> <provider-port>
 //
 // The server (server.public_url = base-url) trusts the issuer http://127.0.0.1:<provider-port>
 // with web.oauth_client_id = "moraine-web", and its rules give the team-a group (alice) read on
@@ -13,7 +13,7 @@
 // it. Exits 1 at the first failed check, 2 on usage errors.
 
 import { generateKeyPairSync } from 'node:crypto';
-import { chromium } from 'playwright-core';
+import { launchChromium } from './browser.mjs';
 import { startProvider } from './oauth-provider.mjs';
 import { CheckError, check, show } from './report.mjs';
 
@@ -23,9 +23,6 @@ if (!base || !Number.isInteger(port)) {
   console.error('usage: web-oauth.mjs <base-url> <provider-port>');
   process.exit(2);
 }
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 
 let step = 'start';
 let label = 'web oauth';
@@ -104,7 +101,7 @@ async function main() {
       response_types: ['code'],
     }],
   });
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
+  const browser = await launchChromium();
   try {
     await run(browser, true);
     await run(browser, false);

@@ -14,7 +14,7 @@
 
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium } from 'playwright-core';
+import { launchChromium } from './browser.mjs';
 import { CheckError, check, show } from './report.mjs';
 
 const [base, readerToken, limitedToken, shots] = process.argv.slice(2);
@@ -23,12 +23,6 @@ if (!base || !readerToken || !limitedToken || !shots) {
   process.exit(2);
 }
 mkdirSync(shots, { recursive: true });
-
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
-// Without the background-networking flags Chromium keeps calling Google's hosts, which a
-// closed network refuses.
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 
 let step = 'start';
 let label = 'web';
@@ -230,7 +224,7 @@ async function run(browser, javaScript) {
 let secondSource = '';
 
 async function main() {
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
+  const browser = await launchChromium();
   try {
     step = 'find a session of another source';
     const { context, page } = await open(browser, false);

@@ -45,5 +45,3 @@ pub(super) struct Row {
     pub summary: String,
     pub matching: u64,
 }
-
-pub(super) use crate::text::db_time;
