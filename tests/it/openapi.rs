@@ -617,8 +617,6 @@ async fn every_documented_status_is_served_and_nothing_served_is_undocumented() 
         (&o, batch, "POST", vec![access], &batch_body, 503),
         (&o, "/ingest/v1/sources", "GET", vec![access], "", 503),
         (&o, "/metrics", "GET", vec![access], "", 503),
-        // A browser at the base URL is sent to the web pages.
-        (&a, "/", "GET", vec![], "", 303),
         // A valid static token still works beside OAuth.
         (
             &o,
@@ -740,6 +738,13 @@ async fn every_documented_status_is_served_and_nothing_served_is_undocumented() 
                 );
             }
         }
+        // Only GET / is served (a browser sent to the web pages, outside this document).
+        let root = exchange(
+            addr,
+            &request("POST", addr, "/", &[auth, json_type, accept_both], "{}"),
+        )
+        .await;
+        assert_eq!(root.status, 404, "POST /");
         for path in [
             "/mcp/",
             "/mcp/extra",
