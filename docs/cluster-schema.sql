@@ -1,4 +1,4 @@
--- moraine-mcp schema version 11, on cluster moraine: Distributed tables in database moraine, the shards' replicated tables in moraine_local.
+-- moraine-mcp schema version 12, on cluster moraine: Distributed tables in database moraine, the shards' replicated tables in moraine_local.
 -- Each statement is preceded by the database it runs in, and by the condition it runs under, if any.
 
 CREATE DATABASE IF NOT EXISTS moraine ON CLUSTER moraine;
@@ -718,3 +718,16 @@ GROUP BY event_type;
 SELECT throwIf(count() != 2, 'term_df and corpus_stats were not re-keyed by event type') FROM system.tables
 WHERE database = currentDatabase()
   AND ((name = 'term_df' AND sorting_key = 'term, event_type') OR (name = 'corpus_stats' AND sorting_key = 'event_type'));
+
+-- 012_index_format
+-- in moraine
+CREATE TABLE IF NOT EXISTS moraine.index_format ON CLUSTER moraine
+(
+    format      UInt32,
+    recorded_at DateTime64(3, 'UTC') DEFAULT now64(3)
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{uuid}/all', '{shard}-{replica}')
+ORDER BY format;
+-- only if: SELECT toUInt8(count() = 0) FROM events
+-- in moraine
+INSERT INTO index_format (format) VALUES (2);

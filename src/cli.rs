@@ -392,6 +392,11 @@ async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
                 eprintln!("warning: {path}: neither archived nor on disk; left as it was");
             }
             println!("reindexed {summary}");
+            if !summary.index_current
+                && let Some(warning) = ingest::index_format::stale_warning(&db).await
+            {
+                eprintln!("warning: {warning} (a rebuild of every log, none missing, records it)");
+            }
             Ok(ExitCode::SUCCESS)
         }
         #[cfg(feature = "bench")]
@@ -572,7 +577,12 @@ async fn serve(config: Arc<Config>, stdio: bool, require_clickhouse: bool) -> an
         () = shutdown.cancelled() => return Ok(()),
     };
     match ready {
-        Ok(()) => tracing::info!(url = %config.clickhouse.url, "clickhouse is reachable"),
+        Ok(()) => {
+            tracing::info!(url = %config.clickhouse.url, "clickhouse is reachable");
+            if let Some(warning) = ingest::index_format::stale_warning(&db).await {
+                tracing::warn!("{warning}");
+            }
+        }
         Err(e) if require_clickhouse => bail!(
             "clickhouse at {} is unreachable: {e}",
             config.clickhouse.url

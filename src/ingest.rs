@@ -7,6 +7,7 @@
 pub(crate) mod archived;
 pub mod claim;
 pub mod files;
+pub mod index_format;
 pub mod lock;
 pub mod push;
 pub mod reader;

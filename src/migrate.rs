@@ -44,6 +44,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(9, "009_impact_tiers"),
     migration!(10, "010_point_lookups"),
     migration!(11, "011_statistics_by_type"),
+    migration!(12, "012_index_format"),
 ];
 
 /// The longest one migration statement may run.

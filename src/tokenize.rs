@@ -9,12 +9,21 @@
 //! spaces between words, so their runs become overlapping character bigrams (`数据库` → `数据`,
 //! `据库`), the scheme CJK search engines use; a lone character stays a unigram. ASCII words
 //! joined by single dots or hyphens also yield the compound whole (`1.12.3`, `v0.7.3`,
-//! `rfc-9728`, `main.rs`), so a version or a file name is found as itself and by its parts.
+//! `rfc-9728`, `main.rs`), so a version or a file name is found as itself and by its parts; a
+//! version written with a prefix also yields the bare version (`v1.12.3` → `1.12.3`).
+//! A plain English word also yields its light stem, marked apart from words, when that differs
+//! ([`english`]: `releases` → `releases`, `~releas`), so a word finds its inflections and still
+//! ranks its own form first; identifiers, compounds and their parts are not stemmed, so they
+//! are found exactly.
 //!
 //! Terms are stored as 64-bit XXH3 hashes (ClickHouse's `xxh3(term)` gives the same value).
 
+mod english;
+
 use std::ops::Range;
 
+use english::stem_into;
+pub(crate) use english::{STEM_MARK, Stem, is_function_word, stem_of};
 use unicode_normalization::UnicodeNormalization;
 use unicode_normalization::char::is_combining_mark;
 
@@ -29,12 +38,23 @@ const MAX_COMPOUND_WORDS: usize = 8;
 const MIN_TERM_CHARS: usize = 2;
 const MAX_TERM_CHARS: usize = 64;
 
+/// What a term is of the text it came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Form {
+    /// A word, an identifier's part or a compound, as written (folded).
+    Written,
+    /// The light stem of the plain word just emitted, spanning it (not counted in a document's
+    /// length: it is another name for a word counted already).
+    Stem,
+}
+
 /// A term and where it came from in the original text.
 #[cfg(test)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Token {
     pub term: String,
     pub span: Range<usize>,
+    pub form: Form,
 }
 
 /// The index terms of one document.
@@ -53,12 +73,14 @@ pub(crate) fn term_hash(term: &str) -> u64 {
     xxhash_rust::xxh3::xxh3_64(term.as_bytes())
 }
 
-/// Calls `emit(term, span)` for every token of `text`: words in order, and a compound (see
-/// the module's doc) after the words it joins, before the next word.
-pub(crate) fn for_each_token(text: &str, mut emit: impl FnMut(&str, Range<usize>)) {
+/// Calls `emit(term, span, form)` for every token of `text`: words in order (a plain word's
+/// stem right after it), and a compound (see the module's doc) after the words it joins, before
+/// the next word.
+pub(crate) fn for_each_token(text: &str, mut emit: impl FnMut(&str, Range<usize>, Form)) {
     let bytes = text.as_bytes();
     let char_at = |at: usize| text[at..].chars().next().expect("at a char boundary");
     let mut scratch = String::new();
+    let mut stem = String::new();
     let mut compound = Compound::default();
     let mut at = 0;
     while at < bytes.len() {
@@ -85,13 +107,13 @@ pub(crate) fn for_each_token(text: &str, mut emit: impl FnMut(&str, Range<usize>
                     scratch.clear();
                     scratch.push(previous_char);
                     scratch.push(c);
-                    emit(&scratch, previous_at..at + c.len_utf8());
+                    emit(&scratch, previous_at..at + c.len_utf8(), Form::Written);
                 }
                 previous = Some((at, c));
                 at += c.len_utf8();
             }
             if text[start..at].chars().nth(1).is_none() {
-                emit(&text[start..at], start..at);
+                emit(&text[start..at], start..at, Form::Written);
             }
             continue;
         }
@@ -119,14 +141,21 @@ pub(crate) fn for_each_token(text: &str, mut emit: impl FnMut(&str, Range<usize>
             at += c.len_utf8();
         }
         let word = &text[start..at];
-        compound.add(text, start..at, ascii, &mut scratch, &mut emit);
+        let mut written = |term: &str, span: Range<usize>| emit(term, span, Form::Written);
+        compound.add(text, start..at, ascii, &mut scratch, &mut written);
         if ascii {
-            emit_ascii_word(word, start, &mut scratch, &mut emit);
+            emit_ascii_word(word, start, &mut scratch, &mut written);
+            // `scratch` holds the word folded.
+            if is_plain(word) && stem_into(&scratch, &mut stem) {
+                emit(&stem, start..at, Form::Stem);
+            }
         } else {
-            emit_general_word(word, start, &mut scratch, &mut emit);
+            emit_general_word(word, start, &mut scratch, &mut written);
         }
     }
-    compound.end(text, &mut scratch, &mut emit);
+    compound.end(text, &mut scratch, &mut |term: &str, span: Range<usize>| {
+        emit(term, span, Form::Written)
+    });
 }
 
 /// The chain of words joined by single `.` or `-` that the latest word belongs to.
@@ -175,10 +204,38 @@ impl Compound {
             scratch.clear();
             scratch.push_str(&text[span.clone()]);
             scratch.make_ascii_lowercase();
-            emit(scratch, span);
+            emit(scratch, span.clone());
+            if let Some(bare) = bare_version(&text[span.clone()]) {
+                emit(&scratch[bare.clone()], span.start + bare.start..span.end);
+            }
         }
         self.words = 0;
     }
+}
+
+/// Where the bare version starts in a prefixed one (`v1.12.3`, `go1.22`, `python3.11`: letters,
+/// then digits, then only words that start with a digit), so it is found as `1.12.3` too.
+fn bare_version(compound: &str) -> Option<Range<usize>> {
+    let bytes = compound.as_bytes();
+    let digits = bytes.iter().position(u8::is_ascii_digit)?;
+    let first_end = bytes.iter().position(|&b| b == b'.' || b == b'-')?;
+    let prefixed = digits > 0
+        && digits < first_end
+        && bytes[..digits].iter().all(u8::is_ascii_alphabetic)
+        && bytes[digits..first_end].iter().all(u8::is_ascii_digit);
+    let rest_numeric = compound[first_end + 1..]
+        .split(['.', '-'])
+        .all(|word| word.starts_with(|c: char| c.is_ascii_digit()));
+    (prefixed && rest_numeric).then_some(digits..compound.len())
+}
+
+/// Whether a word as written is a plain word, which has a stem (`Releases`, not `ReleaseNotes`,
+/// `RELEASES` or `v2`).
+pub(crate) fn is_plain(word: &str) -> bool {
+    let bytes = word.as_bytes();
+    (1..=MAX_TERM_CHARS).contains(&bytes.len())
+        && bytes[0].is_ascii_alphabetic()
+        && bytes[1..].iter().all(u8::is_ascii_lowercase)
 }
 
 /// ASCII letters, digits and `_`.
@@ -403,21 +460,22 @@ fn is_cjk(c: char) -> bool {
 #[cfg(test)]
 pub(crate) fn tokens(text: &str) -> Vec<Token> {
     let mut out = Vec::new();
-    for_each_token(text, |term, span| {
+    for_each_token(text, |term, span, form| {
         out.push(Token {
             term: term.to_owned(),
             span,
+            form,
         });
     });
     out
 }
 
-/// Distinct query terms, in first-seen order.
+/// Distinct query terms as written (no stems), in first-seen order.
 pub(crate) fn query_terms(query: &str) -> Vec<String> {
     let mut seen = std::collections::HashSet::new();
     let mut out = Vec::new();
-    for_each_token(query, |term, _| {
-        if seen.insert(term.to_owned()) {
+    for_each_token(query, |term, _, form| {
+        if form == Form::Written && seen.insert(term.to_owned()) {
             out.push(term.to_owned());
         }
     });
@@ -432,11 +490,16 @@ pub struct Indexer {
 
 impl Indexer {
     /// The index terms of `text`: every token hashed, then sorted and counted (cheaper than a
-    /// hash map for the few hundred tokens of a typical document).
+    /// hash map for the few hundred tokens of a typical document). Stems are terms but not
+    /// length: a document's length is what it says, whatever the words' other names.
     pub fn index(&mut self, text: &str) -> DocTerms {
         self.hashes.clear();
-        for_each_token(text, |term, _| self.hashes.push(term_hash(term)));
-        let doc_len = self.hashes.len().min(u16::MAX as usize) as u16;
+        let mut written = 0usize;
+        for_each_token(text, |term, _, form| {
+            written += usize::from(form == Form::Written);
+            self.hashes.push(term_hash(term));
+        });
+        let doc_len = written.min(u16::MAX as usize) as u16;
         self.hashes.sort_unstable();
         let mut terms = Vec::with_capacity(self.hashes.len() / 2 + 1);
         let mut tfs: Vec<u16> = Vec::with_capacity(terms.capacity());
@@ -490,13 +553,71 @@ mod tests {
     #[test]
     fn test_dotted_and_hyphenated_compounds_are_whole_terms_too() {
         assert_eq!(terms("bump to 1.12.3."), ["bump", "to", "12", "1.12.3"]);
-        assert_eq!(terms("v0.7.3"), ["v0", "v0.7.3"]);
-        assert_eq!(terms("RFC-9728 says"), ["rfc", "9728", "rfc-9728", "says"]);
+        assert_eq!(terms("v0.7.3"), ["v0", "v0.7.3", "0.7.3"]);
+        assert_eq!(
+            terms("RFC-9728 notes"),
+            ["rfc", "9728", "rfc-9728", "notes", "~not"]
+        );
         // Two joiners in a row, or a space, end the chain; long chains are not names.
         assert_eq!(terms("ab..cd ef - gh"), ["ab", "cd", "ef", "gh"]);
         assert_eq!(terms("a1-b2-c3-d4-e5-f6-g7-h8-i9").last().unwrap(), "i9");
         // The query side agrees: a version searched on its own finds itself first.
         assert!(query_terms("1.12.3").contains(&"1.12.3".to_owned()));
+    }
+
+    #[test]
+    fn test_prefixed_versions_yield_the_bare_version() {
+        // The build output's `lefthook v1.12.3` holds `1.12.3` whole, as a search for it asks.
+        let lefthook = terms("lefthook v1.12.3");
+        assert!(
+            lefthook.contains(&"v1.12.3".to_owned()) && lefthook.contains(&"1.12.3".to_owned())
+        );
+        assert!(terms("go1.22.3").contains(&"1.22.3".to_owned()));
+        assert!(terms("python3.11").contains(&"3.11".to_owned()));
+        // Not a version: a name with a digit, or a chain with words after the numbers.
+        assert!(!terms("utf8-encoding").contains(&"8-encoding".to_owned()));
+        assert!(!terms("v1.2.3-rc1").contains(&"1.2.3-rc1".to_owned()));
+        assert_eq!(bare_version("v1.12.3"), Some(1..7));
+        assert_eq!(bare_version("1.12.3"), None);
+        assert_eq!(bare_version("rfc-9728"), None);
+    }
+
+    #[test]
+    fn test_plain_words_yield_their_stems_and_identifiers_do_not() {
+        let stemmed = tokens("Releases fixed");
+        assert_eq!(
+            stemmed
+                .iter()
+                .map(|t| (t.term.as_str(), t.form))
+                .collect::<Vec<_>>(),
+            [
+                ("releases", Form::Written),
+                ("~releas", Form::Stem),
+                ("fixed", Form::Written),
+                ("~fix", Form::Stem)
+            ]
+        );
+        assert_eq!(stemmed[1].span, stemmed[0].span);
+        // Identifiers and their parts, acronyms and compounds stay exact.
+        for exact in [
+            "release_notes",
+            "ReleaseNotes",
+            "RELEASES",
+            "fixed2",
+            "v1.12.3",
+        ] {
+            assert!(
+                tokens(exact).iter().all(|t| t.form == Form::Written),
+                "{exact}"
+            );
+        }
+        // The query side asks for the written words only.
+        assert_eq!(query_terms("Releases fixed"), ["releases", "fixed"]);
+        // A stem is a term, not length.
+        let doc = Indexer::default().index("releases fixed");
+        assert_eq!(doc.doc_len, 2);
+        assert_eq!(doc.terms.len(), 4);
+        assert!(doc.terms.contains(&term_hash("~fix")));
     }
 
     #[test]

@@ -124,6 +124,10 @@ async fn serve(
     let config = Arc::new(settings.validate()?);
     let db = app::connect(&config).await?;
     migrate::migrate(&config.clickhouse, &db).await?;
+    if let Some(warning) = crate::ingest::index_format::stale_warning(&db).await {
+        tracing::warn!("{warning}");
+        eprintln!("warning: {warning}");
+    }
     if !no_ingest {
         // Stopped part way, ingest leaves nothing half written: the next run completes it.
         tokio::select! {

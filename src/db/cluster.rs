@@ -39,7 +39,7 @@ pub fn placement(table: &str) -> Option<Placement> {
         "corpus_stats" | "corpus_stats_typed" | "corpus_stats_untyped" => Sharded("0"),
         "ingest_checkpoints" | "raw_chunks" => Sharded("file_key"),
         "search_query_log" | "search_hit_log" => Sharded("cityHash64(query_id)"),
-        "service_keys" | "schema_migrations" | "write_gate" => Everywhere,
+        "service_keys" | "schema_migrations" | "write_gate" | "index_format" => Everywhere,
         _ => return None,
     })
 }

@@ -27,6 +27,9 @@ pub struct ReindexSummary {
     pub from_disk: usize,
     /// Logs neither archived nor on disk any more: left as they are.
     pub missing: Vec<String>,
+    /// Whether this run rebuilt the whole index with this build's tokenizer (every log, none
+    /// missing), so the store now records its format.
+    pub index_current: bool,
     pub counters: Counters,
     pub elapsed: Duration,
 }
@@ -169,15 +172,24 @@ pub async fn run(
     .await?;
     // Sessions rebuilt from their logs are exact; statistics an earlier cut write left
     // wrong (a view's rows of an insert the engine dropped) are made to count them too.
+    // Only a rebuild of every log makes the whole index this tokenizer's.
+    let everything = selection.harness.is_none()
+        && selection.source.is_none()
+        && selection.sessions.is_empty()
+        && missing.is_empty();
     {
         let _permit = db.enter_write(WhenMigrating::Wait).await?;
         super::writer::repair_statistics(db).await?;
+        if everything {
+            super::index_format::record(db).await?;
+        }
     }
     Ok(ReindexSummary {
         logs,
         from_archive,
         from_disk,
         missing,
+        index_current: everything,
         counters,
         elapsed: started.elapsed(),
     })

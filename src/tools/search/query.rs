@@ -1,16 +1,18 @@
-//! How a question becomes weighted query terms: English function words set aside, and
-//! inflections and common abbreviations of each plain word added at a lower weight. Weights
-//! scale each term's IDF, so BM25 and the impact tiers' bounds see them alike; the index is
-//! untouched. (The parts of a compound or identifier count in full beside the whole: a
-//! document holding the whole also holds its parts, so it ranks above one with parts only, and
-//! weighing parts less measured worse on every kind of question in `moraine-mcp eval`.)
+//! How a question becomes weighted query terms: English function words set aside, and the
+//! light stem and common abbreviations of each plain word added at a lower weight. Weights
+//! scale each term's IDF, so BM25 and the impact tiers' bounds see them alike. The index holds
+//! an inflected word's stem beside it (`redirects`, `~redirect`; see [`crate::tokenize`]), so
+//! `redirect` asks for `~redirect` too, and `redirects` for `~redirect` and `redirect`: every
+//! form is found, and the form asked for ranks first. (The parts of a compound or identifier
+//! count in full beside the whole: a document holding the whole also holds its parts, so it
+//! ranks above one with parts only, and weighing parts less measured worse on every kind of
+//! question in `moraine-mcp eval`.)
 
-use crate::tokenize::for_each_token;
+use crate::tokenize::{Form, STEM_MARK, Stem, for_each_token, is_function_word, is_plain, stem_of};
 
-/// Weight of another form of a word (`redirects` for `redirect`) or of its usual synonym.
+/// Weight of a word's other forms (`~redirect` and `redirect` for `redirects`) and of its
+/// usual synonym.
 const VARIANT_WEIGHT: f64 = 0.6;
-/// Shortest word whose inflections are tried.
-const MIN_INFLECTED_CHARS: usize = 3;
 
 /// A query term and how much it counts.
 #[derive(Debug, Clone, PartialEq)]
@@ -29,8 +31,8 @@ pub(super) struct QueryTerm {
 /// how many written terms were left out for the bound.
 pub(super) fn weighted_terms(query: &str, max_terms: usize) -> (Vec<QueryTerm>, usize) {
     let mut tokens: Vec<(String, std::ops::Range<usize>)> = Vec::new();
-    for_each_token(query, |term, span| {
-        if !tokens.iter().any(|(t, _)| t == term) {
+    for_each_token(query, |term, span, form| {
+        if form == Form::Written && !tokens.iter().any(|(t, _)| t == term) {
             tokens.push((term.to_owned(), span));
         }
     });
@@ -72,7 +74,16 @@ pub(super) fn weighted_terms(query: &str, max_terms: usize) -> (Vec<QueryTerm>, 
         .iter()
         .filter(|t| t.part_of.is_empty() && !is_function_word(&t.term))
     {
-        for form in variants_of(&word.term) {
+        let plain = tokens
+            .iter()
+            .find(|(t, _)| *t == word.term)
+            .is_some_and(|(_, span)| is_plain(&query[span.clone()]));
+        let forms = if plain {
+            other_forms(&word.term)
+        } else {
+            Vec::new()
+        };
+        for form in forms.into_iter().chain(synonyms_of(&word.term)) {
             let known = written.iter().chain(&variants).any(|t| t.term == form);
             if !known {
                 variants.push(QueryTerm {
@@ -89,64 +100,41 @@ pub(super) fn weighted_terms(query: &str, max_terms: usize) -> (Vec<QueryTerm>, 
     (written, cut)
 }
 
-/// Other forms of a plain English word: singular and plural, and the stem of an `-ed`/`-ing`
-/// form; and the usual long or short form of a common abbreviation.
-fn variants_of(word: &str) -> Vec<String> {
-    let mut out: Vec<String> = SYNONYMS
-        .iter()
-        .filter_map(|(a, b)| {
-            if *a == word {
-                Some((*b).to_owned())
-            } else if *b == word {
-                Some((*a).to_owned())
-            } else {
-                None
-            }
-        })
-        .collect();
-    if word.len() < MIN_INFLECTED_CHARS || !word.bytes().all(|b| b.is_ascii_lowercase()) {
-        return out;
+/// The terms under which the index holds a plain word's other forms: the marked stem of its
+/// inflections and, for an inflected word, the base forms its stem can stand for (`releases` →
+/// `~releas`, `release`, `releas`; `dependencies` → `~dependenci`, `dependency`; variants the corpus lacks are dropped before scoring).
+fn other_forms(word: &str) -> Vec<String> {
+    let Some(Stem { stem, inflected }) = stem_of(word) else {
+        return Vec::new();
+    };
+    let mut forms = vec![format!("{STEM_MARK}{stem}")];
+    if inflected {
+        if let Some(y) = stem.strip_suffix('i') {
+            forms.push(format!("{y}y"));
+        } else {
+            forms.push(format!("{stem}e"));
+            forms.push(stem);
+        }
     }
-    let sibilant = |w: &str| SIBILANT_ENDINGS.iter().any(|e| w.ends_with(e));
-    if let Some(stem) = word.strip_suffix("ies") {
-        out.push(format!("{stem}y"));
-    } else if let Some(stem) = word.strip_suffix("es").filter(|s| sibilant(s)) {
-        out.push(stem.to_owned());
-    } else if let Some(stem) = word
-        .strip_suffix('s')
-        .filter(|s| !s.ends_with('s') && !s.ends_with('u') && !s.ends_with('i'))
-    {
-        out.push(stem.to_owned());
-    } else if let Some(stem) = word.strip_suffix("ing").filter(|s| s.len() >= 3) {
-        out.push(undouble(stem));
-    } else if let Some(stem) = word.strip_suffix("ed").filter(|s| s.len() >= 3) {
-        out.push(undouble(stem));
-    } else if let Some(stem) = word
-        .strip_suffix('y')
-        .filter(|s| !s.ends_with(['a', 'e', 'o', 'u']))
-    {
-        out.push(format!("{stem}ies"));
-    } else if sibilant(word) {
-        out.push(format!("{word}es"));
-    } else {
-        out.push(format!("{word}s"));
-    }
-    out.retain(|form| form.len() >= 2 && form != word);
-    out
+    forms.retain(|form| form != word);
+    forms
 }
 
-/// Endings whose plural takes `-es`.
-const SIBILANT_ENDINGS: [&str; 5] = ["s", "x", "z", "ch", "sh"];
-
-/// `stopp` → `stop`, `runn` → `run`: the doubled consonant of `stopped`, `running`.
-fn undouble(stem: &str) -> String {
-    let bytes = stem.as_bytes();
-    let n = bytes.len();
-    if n >= 3 && bytes[n - 1] == bytes[n - 2] && !b"aeioulsz".contains(&bytes[n - 1]) {
-        stem[..n - 1].to_owned()
-    } else {
-        stem.to_owned()
+/// The usual long or short form of a common abbreviation, and that form's other forms.
+fn synonyms_of(word: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for (a, b) in SYNONYMS {
+        let other = if *a == word {
+            b
+        } else if *b == word {
+            a
+        } else {
+            continue;
+        };
+        out.push((*other).to_owned());
+        out.extend(other_forms(other));
     }
+    out
 }
 
 /// Abbreviations agents and people use for the same thing, each pair both ways.
@@ -172,26 +160,6 @@ const SYNONYMS: &[(&str, &str)] = &[
     ("timeout", "timed"),
 ];
 
-/// English function words: what a question says around what it asks for.
-fn is_function_word(term: &str) -> bool {
-    FUNCTION_WORDS.binary_search(&term).is_ok()
-}
-
-/// Sorted, for [`is_function_word`].
-const FUNCTION_WORDS: &[&str] = &[
-    "about", "above", "after", "again", "all", "also", "am", "an", "and", "any", "are", "as", "at",
-    "be", "been", "before", "being", "below", "between", "both", "but", "by", "can", "could",
-    "did", "do", "does", "doing", "done", "down", "during", "each", "either", "else", "ever",
-    "every", "few", "for", "from", "further", "get", "got", "had", "has", "have", "having", "he",
-    "her", "here", "hers", "him", "his", "how", "if", "in", "into", "is", "it", "its", "itself",
-    "just", "last", "let", "me", "might", "more", "most", "much", "must", "my", "no", "nor", "not",
-    "now", "of", "off", "on", "once", "one", "only", "or", "other", "our", "ours", "out", "over",
-    "own", "same", "shall", "she", "should", "so", "some", "such", "than", "that", "the", "their",
-    "theirs", "them", "then", "there", "these", "they", "this", "those", "through", "to", "too",
-    "under", "until", "up", "us", "very", "was", "we", "were", "what", "when", "where", "which",
-    "while", "who", "whom", "why", "will", "with", "would", "you", "your", "yours",
-];
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -209,14 +177,24 @@ mod tests {
         terms.into_iter().find(|t| t.term == term).unwrap().part_of
     }
 
+    fn owned(terms: &[(&str, f64)]) -> Vec<(String, f64)> {
+        terms.iter().map(|(t, w)| ((*t).to_owned(), *w)).collect()
+    }
+
     #[test]
-    fn test_function_words_sorted_and_left_out_unless_nothing_else_is_asked() {
-        assert!(FUNCTION_WORDS.windows(2).all(|w| w[0] < w[1]));
-        let asked = terms("how did we fix the login redirect?");
-        let words: Vec<&str> = asked.iter().map(|(t, _)| t.as_str()).collect();
+    fn test_function_words_left_out_unless_nothing_else_is_asked() {
         assert_eq!(
-            words,
-            ["fix", "login", "redirect", "fixes", "logins", "redirects"]
+            terms("how did we fix the login redirects?"),
+            owned(&[
+                ("fix", 1.0),
+                ("login", 1.0),
+                ("redirects", 1.0),
+                ("~fix", VARIANT_WEIGHT),
+                ("~login", VARIANT_WEIGHT),
+                ("~redirect", VARIANT_WEIGHT),
+                ("redirecte", VARIANT_WEIGHT),
+                ("redirect", VARIANT_WEIGHT),
+            ])
         );
         assert_eq!(
             terms("what is it")
@@ -237,22 +215,40 @@ mod tests {
         );
         let asked = terms("run_migration failed");
         assert!(asked.contains(&("run_migration".into(), 1.0)));
-        assert!(asked.contains(&("fail".into(), VARIANT_WEIGHT)));
-        assert!(!asked.iter().any(|(t, _)| t == "migrations"));
+        assert!(asked.contains(&("~fail".into(), VARIANT_WEIGHT)));
+        assert!(
+            !asked
+                .iter()
+                .any(|(t, _)| t.starts_with('~') && t.contains("migration"))
+        );
+        // A file name's word is a part: no other forms.
+        assert_eq!(terms("releases.md").len(), 3);
     }
 
     #[test]
-    fn test_inflections_and_abbreviations() {
-        assert_eq!(variants_of("redirects"), ["redirect"]);
-        assert_eq!(variants_of("redirect"), ["redirects"]);
-        assert_eq!(variants_of("dependencies"), ["deps", "dependency"]);
-        assert_eq!(variants_of("fixes"), ["fix"]);
-        assert_eq!(variants_of("stopped"), ["stop"]);
-        assert_eq!(variants_of("crashing"), ["crash"]);
-        assert_eq!(variants_of("status"), ["statuses"]);
-        assert_eq!(variants_of("js"), ["javascript"]);
-        assert!(variants_of("javascript").contains(&"js".to_owned()));
-        assert!(variants_of("v1").is_empty());
+    fn test_other_forms_and_abbreviations() {
+        assert_eq!(
+            terms("Releases"),
+            owned(&[
+                ("releases", 1.0),
+                ("~releas", VARIANT_WEIGHT),
+                ("release", VARIANT_WEIGHT),
+                ("releas", VARIANT_WEIGHT)
+            ])
+        );
+        assert_eq!(
+            terms("redirect"),
+            owned(&[("redirect", 1.0), ("~redirect", VARIANT_WEIGHT)])
+        );
+        // Identifiers and acronyms are asked for exactly.
+        assert_eq!(terms("ReleaseNotes RELEASES").len(), 4);
+        assert_eq!(
+            synonyms_of("deps"),
+            ["dependencies", "~dependenci", "dependency"]
+        );
+        assert_eq!(synonyms_of("js"), ["javascript", "~javascript"]);
+        assert!(synonyms_of("javascript").contains(&"js".to_owned()));
+        assert!(synonyms_of("v1").is_empty());
         let (bounded, cut) = weighted_terms("alpha beta gamma delta", 3);
         assert_eq!(cut, 1);
         assert_eq!(bounded.len(), 3);

@@ -15,7 +15,7 @@ pub(super) fn snippet(text: &str, terms: &HashSet<String>, max_chars: usize) -> 
     let scanned = &text[..crate::text::floor_char_boundary(text, SCAN_BYTES)];
     // (byte offset, term) of every occurrence of a query term.
     let mut matches: Vec<(usize, &str)> = Vec::new();
-    for_each_token(scanned, |term, span| {
+    for_each_token(scanned, |term, span, _| {
         if let Some(term) = terms.get(term) {
             matches.push((span.start, term));
         }

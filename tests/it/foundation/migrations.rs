@@ -408,3 +408,80 @@ async fn statistics_of_the_previous_schema_are_counted_per_event_type_exactly() 
     common::assert_statistics_exact(&common::snapshot(&db).await);
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// Postings of `term`, and its document frequency in `term_df`.
+async fn term_counts(db: &Db, term: &str) -> (u64, i64) {
+    db.read(
+        "t",
+        "SELECT toUInt64(assumeNotNull((SELECT count() FROM postings WHERE term = xxh3({term:String})))), \
+                toInt64(assumeNotNull((SELECT sum(df) FROM term_df WHERE term = xxh3({term:String}))))",
+    )
+    .param("term", term)
+    .fetch_optional(db, db.default_deadline())
+    .await
+    .unwrap()
+    .unwrap()
+}
+
+#[tokio::test]
+async fn an_index_built_by_an_earlier_tokenizer_is_stale_until_a_full_reindex() {
+    use moraine_mcp::ingest::index_format::{self, INDEX_FORMAT};
+    use moraine_mcp::ingest::reindex::{self, Selection};
+    // A new store is of this build's format from the start.
+    let (_, new) = fresh_db().await;
+    assert_eq!(index_format::recorded(&new).await.unwrap(), INDEX_FORMAT);
+    assert_eq!(index_format::stale_warning(&new).await, None);
+
+    // A store that held sessions before the format was kept, indexed without stems (their
+    // postings and frequencies removed here, as the earlier tokenizer never wrote them).
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("index-format-{}", uuid::Uuid::new_v4().simple()));
+    let settings = config_for(&common::shared_engine_url());
+    let db = Db::new(&settings.clickhouse, Metrics::new(&settings.sla));
+    db.wait_until_ready(Duration::from_secs(30)).await.unwrap();
+    migrate::migrate_to(&settings.clickhouse, &db, 11)
+        .await
+        .unwrap();
+    common::write_sessions(&dir, 9, 3, 2, "rebuilds");
+    common::ingest_paths(&settings, &db, &dir).await;
+    let indexed = term_counts(&db, "~rebuild").await;
+    assert!(indexed.0 > 0, "{indexed:?}");
+    for table in ["postings", "term_df"] {
+        db.write(
+            "t",
+            "ALTER TABLE {table:Identifier} DELETE WHERE term = xxh3('~rebuild') \
+             SETTINGS mutations_sync = 2",
+        )
+        .param("table", table)
+        .execute(&db, db.default_deadline())
+        .await
+        .unwrap();
+    }
+    migrate::migrate(&settings.clickhouse, &db).await.unwrap();
+    assert_eq!(index_format::recorded(&db).await.unwrap(), 1);
+    let warning = index_format::stale_warning(&db).await.unwrap();
+    assert!(warning.contains("moraine-mcp reindex"), "{warning}");
+
+    // A rebuild of one source leaves the rest as it was: still stale.
+    let config = settings.clone().validate().unwrap();
+    let scratch = dir.join("scratch");
+    let part = Selection {
+        source: Some("elsewhere".into()),
+        ..Selection::default()
+    };
+    let summary = reindex::run(&config, &db, &part, &scratch, false)
+        .await
+        .unwrap();
+    assert!(!summary.index_current);
+    assert_eq!(index_format::recorded(&db).await.unwrap(), 1);
+
+    // A rebuild of every log writes the stems and records the format.
+    let summary = reindex::run(&config, &db, &Selection::default(), &scratch, false)
+        .await
+        .unwrap();
+    assert!(summary.index_current && summary.missing.is_empty());
+    assert_eq!(index_format::recorded(&db).await.unwrap(), INDEX_FORMAT);
+    assert_eq!(index_format::stale_warning(&db).await, None);
+    assert_eq!(term_counts(&db, "~rebuild").await, (indexed.0, indexed.1));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

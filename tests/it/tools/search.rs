@@ -616,6 +616,84 @@ async fn a_version_or_a_hyphenated_name_is_found_whole_before_its_parts() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A fresh store holding one Claude Code session per prompt (titled by it), behind a server.
+async fn server_with_prompts(
+    name: &str,
+    prompts: &[&str],
+) -> (TestServer, Mcp, std::path::PathBuf) {
+    let (config, db) = common::fresh_db().await;
+    let dir = std::env::temp_dir().join(format!("moraine-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for (i, prompt) in prompts.iter().enumerate() {
+        let id = format!("{name}-{i}");
+        let line = json!({"type": "user", "sessionId": id, "uuid": format!("{id}-u"),
+               "timestamp": "2026-05-01T00:00:00.000Z",
+               "message": {"role": "user", "content": prompt}})
+        .to_string()
+            + "\n";
+        std::fs::write(dir.join(format!("{id}.jsonl")), line).unwrap();
+    }
+    common::ingest_paths(&config, &db, &dir).await;
+    let server = TestServer::start(config, db).await;
+    let c = Mcp::legacy(&server.mcp_url, None).await;
+    (server, c, dir)
+}
+
+fn titles(e: &Value) -> Vec<String> {
+    hits(e)
+        .iter()
+        .map(|h| h["session"]["title"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_prefixed_version_is_found_by_the_bare_version_before_its_parts() {
+    let listing = "ls out/: 1 12 3 12 12 1 3 logs";
+    let build = "lefthook v1.12.3 installed the hooks";
+    let (server, mut c, dir) = server_with_prompts("versions", &[listing, build]).await;
+    let e = c.ok("search_sessions", json!({"query": "1.12.3"})).await;
+    assert_eq!(titles(&e)[0], build, "{e}");
+    assert!(
+        titles(&e).contains(&listing.to_owned()),
+        "the parts still match"
+    );
+    let e = c.ok("search_sessions", json!({"query": "v1.12.3"})).await;
+    assert_eq!(titles(&e)[0], build, "{e}");
+    server.stop().await;
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn a_word_finds_its_inflections_and_ranks_its_own_form_first() {
+    let base = "the login redirect on staging";
+    let inflected = "login redirects and a redirected callback on staging";
+    let released = "we released the hotfix build";
+    let identifier = "the ReleaseHotfix step of the nightly hotfix pipeline";
+    let (server, mut c, dir) =
+        server_with_prompts("stems", &[base, inflected, released, identifier]).await;
+    // Each form finds the other; the form asked for ranks first.
+    let e = c.ok("search_sessions", json!({"query": "redirect"})).await;
+    assert_eq!(titles(&e)[..2], [base, inflected], "{e}");
+    let e = c.ok("search_sessions", json!({"query": "redirects"})).await;
+    assert_eq!(titles(&e)[..2], [inflected, base], "{e}");
+    // `releases` finds `released` through their stem.
+    let e = c
+        .ok("search_sessions", json!({"query": "releases hotfix"}))
+        .await;
+    assert_eq!(titles(&e)[0], released, "{e}");
+    // The snippet shows the inflection it matched.
+    assert!(
+        hits(&e)[0]["snippet"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("released"),
+        "{e}"
+    );
+    server.stop().await;
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[tokio::test]
 async fn events_a_search_leaves_out_do_not_weigh_in_its_statistics() {
     // `zephyr` is in one prompt and in a dozen tool calls; `quokka` in two prompts. Counted over

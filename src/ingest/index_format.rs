@@ -1,0 +1,73 @@
+//! Which tokenizer built the index (`sql/012_index_format.sql`): a store indexed by an earlier
+//! one lacks some terms (stems, bare versions) until `moraine-mcp reindex` rebuilds it.
+
+use crate::db::{Db, DbError};
+
+/// The format this build's tokenizer writes. 1: every store before the format was recorded;
+/// 2: stems of inflected words and bare versions. A change to what the tokenizer emits bumps
+/// it, with a migration recording the new format for a store with nothing indexed yet.
+pub const INDEX_FORMAT: u32 = 2;
+
+/// The newest format the store records (1 when none is: indexed before formats were kept).
+pub async fn recorded(db: &Db) -> Result<u32, DbError> {
+    let newest: Option<u32> = db
+        .read("index_format", "SELECT max(format) FROM index_format")
+        .fetch_optional(db, db.default_deadline())
+        .await?;
+    Ok(newest.unwrap_or(0).max(1))
+}
+
+/// Records that this build's tokenizer built the whole index.
+pub async fn record(db: &Db) -> Result<(), DbError> {
+    db.write(
+        "index_format_record",
+        "INSERT INTO index_format (format) VALUES ({format:UInt32})",
+    )
+    .param("format", INDEX_FORMAT)
+    .execute(db, db.default_deadline())
+    .await
+}
+
+/// A warning for the operator when the index predates this build's tokenizer (none when it
+/// does not, or when the store cannot say).
+pub async fn stale_warning(db: &Db) -> Option<String> {
+    match recorded(db).await {
+        Ok(format) if format < INDEX_FORMAT => Some(stale_message(format)),
+        Ok(_) => None,
+        Err(error) => {
+            tracing::debug!(%error, "cannot read the index format");
+            None
+        }
+    }
+}
+
+fn stale_message(format: u32) -> String {
+    format!(
+        "the index was built by an earlier tokenizer (format {format}; this version writes \
+         {INDEX_FORMAT}): searches miss some inflections (`released` for `releases`) and bare \
+         versions (`1.12.3` in `v1.12.3`) until `moraine-mcp reindex` rebuilds it from the \
+         stored logs"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_the_migration_records_this_format_for_an_empty_store() {
+        let migration = crate::migrate::MIGRATIONS
+            .iter()
+            .rev()
+            .find(|m| m.sql.contains("INSERT INTO index_format"))
+            .expect("a migration records the format");
+        assert!(
+            migration.sql.contains(&format!(
+                "INSERT INTO index_format (format) VALUES ({INDEX_FORMAT});"
+            )),
+            "{}: the format recorded for a new store must be INDEX_FORMAT",
+            migration.name
+        );
+        assert!(stale_message(1).contains("moraine-mcp reindex"));
+    }
+}
