@@ -182,11 +182,15 @@ pub(super) fn day_window(from: &str, to: &str) -> Result<(Option<String>, Option
     Ok((start, end))
 }
 
-/// `text` with the words of `query` marked, as the index reads words.
+/// `text` with the words of `query` marked, as the index reads words (another form of a word
+/// asked for counts, as it does in the search).
 pub(super) fn highlighted(text: &str, query: &str) -> Markup {
-    let wanted: HashSet<String> = tokenize::query_terms(query).into_iter().collect();
+    let mut wanted: HashSet<String> = HashSet::new();
+    tokenize::for_each_token(query, |term, _, _| {
+        wanted.insert(term.to_owned());
+    });
     let mut spans: Vec<Range<usize>> = Vec::new();
-    tokenize::for_each_token(text, |term, span| {
+    tokenize::for_each_token(text, |term, span, _| {
         if wanted.contains(term) {
             spans.push(span);
         }
@@ -222,10 +226,10 @@ mod tests {
     #[test]
     fn test_highlights_mark_query_words_and_escape_the_rest() {
         let marked =
-            highlighted("<b>Fixed</b> the login redirect", "login REDIRECTS fixed").into_string();
+            highlighted("<b>Fixed</b> the login redirects", "Login redirected fixed").into_string();
         assert_eq!(
             marked,
-            "&lt;b&gt;<mark>Fixed</mark>&lt;/b&gt; the <mark>login</mark> redirect"
+            "&lt;b&gt;<mark>Fixed</mark>&lt;/b&gt; the <mark>login</mark> <mark>redirects</mark>"
         );
         let plain = highlighted("<script>alert(1)</script>", "nothing").into_string();
         assert_eq!(plain, "&lt;script&gt;alert(1)&lt;/script&gt;");
