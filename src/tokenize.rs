@@ -154,7 +154,7 @@ pub(crate) fn for_each_token(text: &str, mut emit: impl FnMut(&str, Range<usize>
         }
     }
     compound.end(text, &mut scratch, &mut |term: &str, span: Range<usize>| {
-        emit(term, span, Form::Written)
+        emit(term, span, Form::Written);
     });
 }
 
