@@ -12,6 +12,7 @@ use maud::{DOCTYPE, Markup, html};
 use crate::ingest::sources;
 use crate::tokenize;
 use crate::tools::envelope::{ErrorBody, ErrorCode};
+use crate::vocab::Harness;
 
 /// Which navigation entry a page belongs to.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -72,6 +73,30 @@ pub(super) fn page_parts(title: &str, signed_in: SignedIn<'_>, active: Nav) -> (
     // The last mark: nothing a session holds is written after the body.
     let (head, tail) = whole.rsplit_once(BODY).expect("the page holds its body");
     (head.to_owned(), tail.to_owned())
+}
+
+/// The fields of the filters the search and the sessions pages share: harness, source and
+/// project, holding what was asked.
+pub(super) fn scope_fields(harness: &str, source: &str, project: &str) -> Markup {
+    html! {
+        div.field {
+            label for="harness" { "Harness" }
+            select #harness name="harness" {
+                option value="" { "Any" }
+                @for h in Harness::all() {
+                    option value=(h.as_str()) selected[harness == h.as_str()] { (h.title()) }
+                }
+            }
+        }
+        div.field {
+            label for="source" { "Source (machine or person)" }
+            input #source type="text" name="source" value=(source) maxlength="128";
+        }
+        div.field {
+            label for="project" { "Project (directory name or path)" }
+            input #project type="text" name="project" value=(project) maxlength="1024";
+        }
+    }
 }
 
 /// A page that says what went wrong, with `status`.

@@ -13,7 +13,7 @@ use super::layout::{self, Nav};
 use super::person::Person;
 use crate::tools::search::SearchSessions;
 use crate::tools::search::wire::Hit;
-use crate::vocab::{EventType, Harness};
+use crate::vocab::EventType;
 
 /// Hits per page.
 const PER_PAGE: usize = 10;
@@ -189,23 +189,7 @@ fn form(asked: &Asked) -> Markup {
                         }
                     }
                 }
-                div.field {
-                    label for="harness" { "Harness" }
-                    select #harness name="harness" {
-                        option value="" { "Any" }
-                        @for harness in Harness::all() {
-                            option value=(harness.as_str()) selected[asked.harness == harness.as_str()] { (harness.title()) }
-                        }
-                    }
-                }
-                div.field {
-                    label for="source" { "Source (machine or person)" }
-                    input #source type="text" name="source" value=(asked.source) maxlength="128";
-                }
-                div.field {
-                    label for="project" { "Project (directory name or path)" }
-                    input #project type="text" name="project" value=(asked.project) maxlength="1024";
-                }
+                (layout::scope_fields(&asked.harness, &asked.source, &asked.project))
                 div.field {
                     label for="from" { "Sessions active from (UTC day)" }
                     input #from type="date" name="from" value=(asked.from);

@@ -12,7 +12,6 @@ use super::layout::{self, Nav};
 use super::person::Person;
 use crate::tools::list::ListSessions;
 use crate::tools::list::wire::ListedSession;
-use crate::vocab::Harness;
 
 /// Sessions per page (the most `list_sessions` gives).
 const PER_PAGE: u32 = 50;
@@ -161,23 +160,7 @@ fn form(asked: &Asked) -> Markup {
                 label for="to" { "To" }
                 input #to type="date" name="to" value=(asked.to);
             }
-            div.field {
-                label for="harness" { "Harness" }
-                select #harness name="harness" {
-                    option value="" { "Any" }
-                    @for harness in Harness::all() {
-                        option value=(harness.as_str()) selected[asked.harness == harness.as_str()] { (harness.title()) }
-                    }
-                }
-            }
-            div.field {
-                label for="source" { "Source" }
-                input #source type="text" name="source" value=(asked.source) maxlength="128";
-            }
-            div.field {
-                label for="project" { "Project" }
-                input #project type="text" name="project" value=(asked.project) maxlength="1024";
-            }
+            (layout::scope_fields(&asked.harness, &asked.source, &asked.project))
             button type="submit" { "Show" }
         }
     }
