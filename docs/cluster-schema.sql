@@ -394,15 +394,18 @@ SETTINGS index_granularity = 1024;
 CREATE TABLE IF NOT EXISTS moraine.postings_tiered ON CLUSTER moraine AS moraine_local.postings_tiered
 ENGINE = Distributed('moraine', 'moraine_local', 'postings_tiered', sess);
 -- only if: SELECT toUInt8(sorting_key = 'term, sess, doc') FROM system.tables WHERE database = currentDatabase() AND name = 'postings'
+-- (checked in moraine_local)
 -- in moraine_local
 TRUNCATE TABLE moraine_local.postings_tiered ON CLUSTER moraine;
 -- only if: SELECT toUInt8(sorting_key = 'term, sess, doc') FROM system.tables WHERE database = currentDatabase() AND name = 'postings'
+-- (checked in moraine_local)
 -- in moraine
 INSERT INTO postings_tiered (term, sess, doc, tf, doc_len, kind, turn)
 SELECT term, sess, doc, tf, doc_len, kind, turn FROM postings;
 -- in moraine_local
 DROP VIEW IF EXISTS moraine_local.postings_mv ON CLUSTER moraine;
 -- only if: SELECT toUInt8(sorting_key = 'term, sess, doc') FROM system.tables WHERE database = currentDatabase() AND name = 'postings'
+-- (checked in moraine_local)
 -- in moraine_local
 RENAME TABLE moraine_local.postings TO moraine_local.postings_unordered, moraine_local.postings_tiered TO moraine_local.postings ON CLUSTER moraine;
 -- (whether or not the condition above held)
@@ -464,9 +467,11 @@ SETTINGS index_granularity = 128, index_granularity_bytes = 65536,
 CREATE TABLE IF NOT EXISTS moraine.turns_fine ON CLUSTER moraine AS moraine_local.turns_fine
 ENGINE = Distributed('moraine', 'moraine_local', 'turns_fine', session_key);
 -- only if: SELECT toUInt8(engine_full NOT LIKE '%index_granularity = 128,%') FROM system.tables WHERE database = currentDatabase() AND name = 'turns'
+-- (checked in moraine_local)
 -- in moraine_local
 TRUNCATE TABLE moraine_local.turns_fine ON CLUSTER moraine;
 -- only if: SELECT toUInt8(engine_full NOT LIKE '%index_granularity = 128,%') FROM system.tables WHERE database = currentDatabase() AND name = 'turns'
+-- (checked in moraine_local)
 -- in moraine
 INSERT INTO turns_fine (session_key, ordinal, completed, terminal_event_key, event_count, started_at, updated_at,
                         user_event_key, user_preview, user_truncated, final_event_key, final_preview,
@@ -476,6 +481,7 @@ SELECT session_key, ordinal, completed, terminal_event_key, event_count, started
        final_truncated, tools_called, event_types, version
 FROM turns;
 -- only if: SELECT toUInt8(engine_full NOT LIKE '%index_granularity = 128,%') FROM system.tables WHERE database = currentDatabase() AND name = 'turns'
+-- (checked in moraine_local)
 -- in moraine_local
 RENAME TABLE moraine_local.turns TO moraine_local.turns_coarse, moraine_local.turns_fine TO moraine_local.turns ON CLUSTER moraine;
 -- (whether or not the condition above held)
@@ -486,6 +492,7 @@ DROP TABLE IF EXISTS moraine.turns ON CLUSTER moraine SYNC;
 CREATE TABLE IF NOT EXISTS moraine.turns ON CLUSTER moraine AS moraine_local.turns
 ENGINE = Distributed('moraine', 'moraine_local', 'turns', session_key);
 -- only if: SELECT toUInt8(countIf(name = 'turns') = 0 AND countIf(name = 'turns_fine') = 1) FROM system.tables WHERE database = currentDatabase()
+-- (checked in moraine_local)
 -- in moraine_local
 RENAME TABLE moraine_local.turns_fine TO moraine_local.turns ON CLUSTER moraine;
 -- (whether or not the condition above held)
@@ -496,12 +503,15 @@ DROP TABLE IF EXISTS moraine.turns ON CLUSTER moraine SYNC;
 CREATE TABLE IF NOT EXISTS moraine.turns ON CLUSTER moraine AS moraine_local.turns
 ENGINE = Distributed('moraine', 'moraine_local', 'turns', session_key);
 -- only if: SELECT toUInt8(count() = 1) FROM system.tables WHERE database = currentDatabase() AND name = 'turns' AND engine_full LIKE '%index_granularity = 128,%'
+-- (checked in moraine_local)
 -- in moraine_local
 DROP TABLE IF EXISTS moraine_local.turns_coarse ON CLUSTER moraine SYNC;
 -- only if: SELECT toUInt8(count() = 1) FROM system.tables WHERE database = currentDatabase() AND name = 'turns' AND engine_full LIKE '%index_granularity = 128,%'
+-- (checked in moraine_local)
 -- in moraine
 DROP TABLE IF EXISTS moraine.turns_fine ON CLUSTER moraine SYNC;
 -- only if: SELECT toUInt8(count() = 1) FROM system.tables WHERE database = currentDatabase() AND name = 'turns' AND engine_full LIKE '%index_granularity = 128,%'
+-- (checked in moraine_local)
 -- in moraine_local
 DROP TABLE IF EXISTS moraine_local.turns_fine ON CLUSTER moraine SYNC;
 -- in moraine_local
@@ -532,9 +542,11 @@ SETTINGS index_granularity = 128, index_granularity_bytes = 65536,
 CREATE TABLE IF NOT EXISTS moraine.sessions_fine ON CLUSTER moraine AS moraine_local.sessions_fine
 ENGINE = Distributed('moraine', 'moraine_local', 'sessions_fine', session_key);
 -- only if: SELECT toUInt8(engine_full NOT LIKE '%index_granularity = 128,%') FROM system.tables WHERE database = currentDatabase() AND name = 'sessions'
+-- (checked in moraine_local)
 -- in moraine_local
 TRUNCATE TABLE moraine_local.sessions_fine ON CLUSTER moraine;
 -- only if: SELECT toUInt8(engine_full NOT LIKE '%index_granularity = 128,%') FROM system.tables WHERE database = currentDatabase() AND name = 'sessions'
+-- (checked in moraine_local)
 -- in moraine
 INSERT INTO sessions_fine (session_key, harness, source, native_id, title, slug, summary, cwd, model, started_at,
                            updated_at, turn_count, event_count, completed, mode, version)
@@ -542,6 +554,7 @@ SELECT session_key, harness, source, native_id, title, slug, summary, cwd, model
        updated_at, turn_count, event_count, completed, mode, version
 FROM sessions;
 -- only if: SELECT toUInt8(engine_full NOT LIKE '%index_granularity = 128,%') FROM system.tables WHERE database = currentDatabase() AND name = 'sessions'
+-- (checked in moraine_local)
 -- in moraine_local
 RENAME TABLE moraine_local.sessions TO moraine_local.sessions_coarse, moraine_local.sessions_fine TO moraine_local.sessions ON CLUSTER moraine;
 -- (whether or not the condition above held)
@@ -552,6 +565,7 @@ DROP TABLE IF EXISTS moraine.sessions ON CLUSTER moraine SYNC;
 CREATE TABLE IF NOT EXISTS moraine.sessions ON CLUSTER moraine AS moraine_local.sessions
 ENGINE = Distributed('moraine', 'moraine_local', 'sessions', session_key);
 -- only if: SELECT toUInt8(countIf(name = 'sessions') = 0 AND countIf(name = 'sessions_fine') = 1) FROM system.tables WHERE database = currentDatabase()
+-- (checked in moraine_local)
 -- in moraine_local
 RENAME TABLE moraine_local.sessions_fine TO moraine_local.sessions ON CLUSTER moraine;
 -- (whether or not the condition above held)
@@ -562,12 +576,15 @@ DROP TABLE IF EXISTS moraine.sessions ON CLUSTER moraine SYNC;
 CREATE TABLE IF NOT EXISTS moraine.sessions ON CLUSTER moraine AS moraine_local.sessions
 ENGINE = Distributed('moraine', 'moraine_local', 'sessions', session_key);
 -- only if: SELECT toUInt8(count() = 1) FROM system.tables WHERE database = currentDatabase() AND name = 'sessions' AND engine_full LIKE '%index_granularity = 128,%'
+-- (checked in moraine_local)
 -- in moraine_local
 DROP TABLE IF EXISTS moraine_local.sessions_coarse ON CLUSTER moraine SYNC;
 -- only if: SELECT toUInt8(count() = 1) FROM system.tables WHERE database = currentDatabase() AND name = 'sessions' AND engine_full LIKE '%index_granularity = 128,%'
+-- (checked in moraine_local)
 -- in moraine
 DROP TABLE IF EXISTS moraine.sessions_fine ON CLUSTER moraine SYNC;
 -- only if: SELECT toUInt8(count() = 1) FROM system.tables WHERE database = currentDatabase() AND name = 'sessions' AND engine_full LIKE '%index_granularity = 128,%'
+-- (checked in moraine_local)
 -- in moraine_local
 DROP TABLE IF EXISTS moraine_local.sessions_fine ON CLUSTER moraine SYNC;
 -- in moraine_local
@@ -590,15 +607,18 @@ SETTINGS non_replicated_deduplication_window = 10000;
 CREATE TABLE IF NOT EXISTS moraine.term_df_typed ON CLUSTER moraine AS moraine_local.term_df_typed
 ENGINE = Distributed('moraine', 'moraine_local', 'term_df_typed', term);
 -- only if: SELECT toUInt8(sorting_key = 'term') FROM system.tables WHERE database = currentDatabase() AND name = 'term_df'
+-- (checked in moraine_local)
 -- in moraine_local
 TRUNCATE TABLE moraine_local.term_df_typed ON CLUSTER moraine;
 -- only if: SELECT toUInt8(sorting_key = 'term') FROM system.tables WHERE database = currentDatabase() AND name = 'term_df'
+-- (checked in moraine_local)
 -- in moraine
 INSERT INTO term_df_typed (term, event_type, df)
 SELECT term, toUInt8(kind % 128) AS event_type, toInt64(count()) FROM postings GROUP BY term, event_type;
 -- in moraine_local
 DROP VIEW IF EXISTS moraine_local.term_df_mv ON CLUSTER moraine;
 -- only if: SELECT toUInt8(sorting_key = 'term') FROM system.tables WHERE database = currentDatabase() AND name = 'term_df'
+-- (checked in moraine_local)
 -- in moraine_local
 RENAME TABLE moraine_local.term_df TO moraine_local.term_df_untyped, moraine_local.term_df_typed TO moraine_local.term_df ON CLUSTER moraine;
 -- (whether or not the condition above held)
@@ -616,6 +636,7 @@ DROP TABLE IF EXISTS moraine.term_df ON CLUSTER moraine SYNC;
 CREATE TABLE IF NOT EXISTS moraine.term_df ON CLUSTER moraine AS moraine_local.term_df
 ENGINE = Distributed('moraine', 'moraine_local', 'term_df', term);
 -- only if: SELECT toUInt8(countIf(name = 'term_df') = 0 AND countIf(name = 'term_df_typed') = 1) FROM system.tables WHERE database = currentDatabase()
+-- (checked in moraine_local)
 -- in moraine_local
 RENAME TABLE moraine_local.term_df_typed TO moraine_local.term_df ON CLUSTER moraine;
 -- (whether or not the condition above held)
@@ -626,15 +647,19 @@ DROP TABLE IF EXISTS moraine.term_df ON CLUSTER moraine SYNC;
 CREATE TABLE IF NOT EXISTS moraine.term_df ON CLUSTER moraine AS moraine_local.term_df
 ENGINE = Distributed('moraine', 'moraine_local', 'term_df', term);
 -- only if: SELECT toUInt8(count() = 1) FROM system.tables WHERE database = currentDatabase() AND name = 'term_df' AND sorting_key = 'term, event_type'
+-- (checked in moraine_local)
 -- in moraine
 DROP TABLE IF EXISTS moraine.term_df_untyped ON CLUSTER moraine SYNC;
 -- only if: SELECT toUInt8(count() = 1) FROM system.tables WHERE database = currentDatabase() AND name = 'term_df' AND sorting_key = 'term, event_type'
+-- (checked in moraine_local)
 -- in moraine_local
 DROP TABLE IF EXISTS moraine_local.term_df_untyped ON CLUSTER moraine SYNC;
 -- only if: SELECT toUInt8(count() = 1) FROM system.tables WHERE database = currentDatabase() AND name = 'term_df' AND sorting_key = 'term, event_type'
+-- (checked in moraine_local)
 -- in moraine
 DROP TABLE IF EXISTS moraine.term_df_typed ON CLUSTER moraine SYNC;
 -- only if: SELECT toUInt8(count() = 1) FROM system.tables WHERE database = currentDatabase() AND name = 'term_df' AND sorting_key = 'term, event_type'
+-- (checked in moraine_local)
 -- in moraine_local
 DROP TABLE IF EXISTS moraine_local.term_df_typed ON CLUSTER moraine SYNC;
 -- in moraine_local
@@ -658,15 +683,18 @@ SETTINGS non_replicated_deduplication_window = 10000;
 CREATE TABLE IF NOT EXISTS moraine.corpus_stats_typed ON CLUSTER moraine AS moraine_local.corpus_stats_typed
 ENGINE = Distributed('moraine', 'moraine_local', 'corpus_stats_typed', 0);
 -- only if: SELECT toUInt8(sorting_key = 'k') FROM system.tables WHERE database = currentDatabase() AND name = 'corpus_stats'
+-- (checked in moraine_local)
 -- in moraine_local
 TRUNCATE TABLE moraine_local.corpus_stats_typed ON CLUSTER moraine;
 -- only if: SELECT toUInt8(sorting_key = 'k') FROM system.tables WHERE database = currentDatabase() AND name = 'corpus_stats'
+-- (checked in moraine_local)
 -- in moraine
 INSERT INTO corpus_stats_typed (event_type, docs, total_len)
 SELECT toUInt8(event_type) AS t, toInt64(count()), toInt64(sum(doc_len)) FROM events WHERE searchable GROUP BY t;
 -- in moraine_local
 DROP VIEW IF EXISTS moraine_local.corpus_stats_mv ON CLUSTER moraine;
 -- only if: SELECT toUInt8(sorting_key = 'k') FROM system.tables WHERE database = currentDatabase() AND name = 'corpus_stats'
+-- (checked in moraine_local)
 -- in moraine_local
 RENAME TABLE moraine_local.corpus_stats TO moraine_local.corpus_stats_untyped, moraine_local.corpus_stats_typed TO moraine_local.corpus_stats ON CLUSTER moraine;
 -- (whether or not the condition above held)
@@ -684,6 +712,7 @@ DROP TABLE IF EXISTS moraine.corpus_stats ON CLUSTER moraine SYNC;
 CREATE TABLE IF NOT EXISTS moraine.corpus_stats ON CLUSTER moraine AS moraine_local.corpus_stats
 ENGINE = Distributed('moraine', 'moraine_local', 'corpus_stats', 0);
 -- only if: SELECT toUInt8(countIf(name = 'corpus_stats') = 0 AND countIf(name = 'corpus_stats_typed') = 1) FROM system.tables WHERE database = currentDatabase()
+-- (checked in moraine_local)
 -- in moraine_local
 RENAME TABLE moraine_local.corpus_stats_typed TO moraine_local.corpus_stats ON CLUSTER moraine;
 -- (whether or not the condition above held)
@@ -694,15 +723,19 @@ DROP TABLE IF EXISTS moraine.corpus_stats ON CLUSTER moraine SYNC;
 CREATE TABLE IF NOT EXISTS moraine.corpus_stats ON CLUSTER moraine AS moraine_local.corpus_stats
 ENGINE = Distributed('moraine', 'moraine_local', 'corpus_stats', 0);
 -- only if: SELECT toUInt8(count() = 1) FROM system.tables WHERE database = currentDatabase() AND name = 'corpus_stats' AND sorting_key = 'event_type'
+-- (checked in moraine_local)
 -- in moraine
 DROP TABLE IF EXISTS moraine.corpus_stats_untyped ON CLUSTER moraine SYNC;
 -- only if: SELECT toUInt8(count() = 1) FROM system.tables WHERE database = currentDatabase() AND name = 'corpus_stats' AND sorting_key = 'event_type'
+-- (checked in moraine_local)
 -- in moraine_local
 DROP TABLE IF EXISTS moraine_local.corpus_stats_untyped ON CLUSTER moraine SYNC;
 -- only if: SELECT toUInt8(count() = 1) FROM system.tables WHERE database = currentDatabase() AND name = 'corpus_stats' AND sorting_key = 'event_type'
+-- (checked in moraine_local)
 -- in moraine
 DROP TABLE IF EXISTS moraine.corpus_stats_typed ON CLUSTER moraine SYNC;
 -- only if: SELECT toUInt8(count() = 1) FROM system.tables WHERE database = currentDatabase() AND name = 'corpus_stats' AND sorting_key = 'event_type'
+-- (checked in moraine_local)
 -- in moraine_local
 DROP TABLE IF EXISTS moraine_local.corpus_stats_typed ON CLUSTER moraine SYNC;
 -- in moraine_local
@@ -729,5 +762,6 @@ CREATE TABLE IF NOT EXISTS moraine.index_format ON CLUSTER moraine
 ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{uuid}/all', '{shard}-{replica}')
 ORDER BY format;
 -- only if: SELECT toUInt8(count() = 0) FROM events
+-- (checked in moraine)
 -- in moraine
 INSERT INTO index_format (format) VALUES (2);

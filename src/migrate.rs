@@ -202,7 +202,7 @@ async fn apply(
             let holds = match &statement.only_if {
                 None => true,
                 Some(condition) => {
-                    let checked = plan.conditions();
+                    let checked = plan.conditions(condition);
                     let holds: Option<u8> = checked
                         .read("migrate_condition", condition)
                         .fetch_optional(checked, checked.default_deadline())
@@ -282,9 +282,14 @@ impl<'a> Plan<'a> {
             .collect())
     }
 
-    /// Conditions look at the tables that hold the rows (a `Distributed` table has no order).
-    fn conditions(&self) -> &Db {
-        self.cluster.as_ref().map_or(self.db, |(_, local)| local)
+    /// Where `condition` is checked (see [`cluster::condition_target`]).
+    fn conditions(&self, condition: &str) -> &Db {
+        match &self.cluster {
+            Some((_, local)) if cluster::condition_target(condition) == cluster::Target::Local => {
+                local
+            }
+            _ => self.db,
+        }
     }
 }
 
@@ -324,7 +329,13 @@ pub fn script(config: &ClickHouseConfig) -> Result<String, MigrateError> {
         }
         match condition {
             Some(condition) if statement.conditional => {
-                out.push_str(&format!("{ONLY_IF} {condition}\n"));
+                let checked = match cluster::condition_target(&condition) {
+                    cluster::Target::Local => &cluster.local,
+                    cluster::Target::Service => &cluster.database,
+                };
+                out.push_str(&format!(
+                    "{ONLY_IF} {condition}\n-- (checked in {checked})\n"
+                ));
             }
             Some(_) => out.push_str("-- (whether or not the condition above held)\n"),
             None => {}
@@ -466,5 +477,21 @@ mod tests {
         for m in MIGRATIONS {
             assert!(!statements(m.sql).is_empty());
         }
+    }
+
+    #[test]
+    fn test_conditions_on_rows_are_checked_over_every_shard() {
+        let conditions: Vec<String> = MIGRATIONS
+            .iter()
+            .flat_map(|m| statements(m.sql))
+            .filter_map(|s| s.only_if)
+            .collect();
+        assert!(conditions.len() > 20);
+        let (rows, schema): (Vec<&String>, Vec<&String>) = conditions
+            .iter()
+            .partition(|c| cluster::condition_target(c) == cluster::Target::Service);
+        // 012's: whether any event is stored, asked of the Distributed table.
+        assert_eq!(rows, ["SELECT toUInt8(count() = 0) FROM events"]);
+        assert!(schema.iter().all(|c| c.contains("FROM system.tables")));
     }
 }

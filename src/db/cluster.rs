@@ -53,6 +53,18 @@ pub enum Target {
     Service,
 }
 
+/// Where a migration's `-- only if` condition is checked. A condition on the schema (it reads
+/// `system.tables`) is checked in the shards' database, where the tables with keys and settings
+/// are; a condition on rows, in the service's, whose `Distributed` tables read every shard (the
+/// shards' database of the node `migrate` talks to holds one shard's rows only).
+pub fn condition_target(condition: &str) -> Target {
+    if condition.contains("FROM system.") {
+        Target::Local
+    } else {
+        Target::Service
+    }
+}
+
 /// One statement of a migration as a cluster runs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClusterStatement {

@@ -5,7 +5,7 @@
 use crate::common;
 
 use moraine_mcp::db::Db;
-use moraine_mcp::db::cluster::{Cluster, Target};
+use moraine_mcp::db::cluster::{Cluster, Target, condition_target};
 use moraine_mcp::migrate::cluster_statements;
 
 /// A table's definition with the database names taken out.
@@ -92,9 +92,13 @@ async fn the_cluster_shard_tables_are_the_single_node_tables() {
     let mut ran = 0;
     for (_, condition, statement) in &script {
         if let Some(condition) = condition.as_ref().filter(|_| statement.conditional) {
-            let holds: Option<u8> = local
+            let checked = match condition_target(condition) {
+                Target::Local => &local,
+                Target::Service => &single,
+            };
+            let holds: Option<u8> = checked
                 .read("test_condition", condition)
-                .fetch_optional(&local, deadline)
+                .fetch_optional(checked, deadline)
                 .await
                 .unwrap();
             if holds != Some(1) {
