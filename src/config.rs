@@ -385,7 +385,7 @@ pub struct Bm25Config {
 
 impl Default for Bm25Config {
     fn default() -> Self {
-        Self { k1: 1.2, b: 0.75 }
+        Self { k1: 0.9, b: 0.75 }
     }
 }
 
