@@ -52,6 +52,10 @@ pub(super) fn weighted_terms(query: &str, max_terms: usize) -> (Vec<QueryTerm>, 
     };
     let part_of: Vec<Vec<String>> = (0..tokens.len()).map(wholes).collect();
     let parts: Vec<bool> = part_of.iter().map(|w| !w.is_empty()).collect();
+    let flags: Vec<bool> = tokens
+        .iter()
+        .map(|(_, span)| is_flag(query, span))
+        .collect();
     let content = tokens
         .iter()
         .zip(&parts)
@@ -59,8 +63,11 @@ pub(super) fn weighted_terms(query: &str, max_terms: usize) -> (Vec<QueryTerm>, 
     let mut written: Vec<QueryTerm> = tokens
         .iter()
         .zip(part_of)
-        .filter(|((term, _), wholes)| !content || !wholes.is_empty() || !is_function_word(term))
-        .map(|((term, _), wholes)| QueryTerm {
+        .zip(&flags)
+        .filter(|(((term, _), wholes), flag)| {
+            !content || !wholes.is_empty() || **flag || !is_function_word(term)
+        })
+        .map(|(((term, _), wholes), _)| QueryTerm {
             term: term.clone(),
             weight: 1.0,
             written: true,
@@ -77,7 +84,7 @@ pub(super) fn weighted_terms(query: &str, max_terms: usize) -> (Vec<QueryTerm>, 
         let plain = tokens
             .iter()
             .find(|(t, _)| *t == word.term)
-            .is_some_and(|(_, span)| is_plain(&query[span.clone()]));
+            .is_some_and(|(_, span)| is_plain(&query[span.clone()]) && !is_flag(query, span));
         let forms = if plain {
             other_forms(&word.term)
         } else {
@@ -98,6 +105,19 @@ pub(super) fn weighted_terms(query: &str, max_terms: usize) -> (Vec<QueryTerm>, 
     variants.truncate(max_terms.saturating_sub(written.len()));
     written.extend(variants);
     (written, cut)
+}
+
+/// Whether the word at `span` is written as a command-line flag (`--since`, `-a`): a name the
+/// person gives exactly, never a function word left out (`since`) and asked for without other
+/// forms. The dashes start the word: `sign-in`'s `in` is a compound's part.
+fn is_flag(query: &str, span: &std::ops::Range<usize>) -> bool {
+    let before = &query[..span.start];
+    let undashed = before.trim_end_matches('-');
+    undashed.len() < before.len()
+        && undashed
+            .chars()
+            .next_back()
+            .is_none_or(|c| c.is_whitespace() || "`'\"([{".contains(c))
 }
 
 /// The terms under which the index holds a plain word's other forms: the marked stem of its
@@ -223,6 +243,24 @@ mod tests {
         );
         // A file name's word is a part: no other forms.
         assert_eq!(terms("releases.md").len(), 3);
+    }
+
+    #[test]
+    fn test_a_flag_is_asked_for_exactly_even_when_it_is_a_function_word() {
+        let asked = terms("which commits did git log --all show?");
+        assert!(asked.contains(&("all".into(), 1.0)));
+        assert!(!asked.iter().any(|(t, _)| t == "which" || t == "did"));
+        // Short flags, and flags in backticks or quotes, alike.
+        assert!(terms("ls -all output").contains(&("all".into(), 1.0)));
+        assert!(terms("run it with `--all`").contains(&("all".into(), 1.0)));
+        assert!(terms("the '--with' option").contains(&("with".into(), 1.0)));
+        // A flag gets no other forms.
+        let asked = terms("git clone --filters");
+        assert!(asked.contains(&("filters".into(), 1.0)));
+        assert!(!asked.iter().any(|(t, _)| t == "~filter" || t == "filter"));
+        // Not flags: a dash between words, a hyphen inside a word.
+        assert!(!terms("deploy - all of it").iter().any(|(t, _)| t == "all"));
+        assert!(is_flag("--all", &(2..5)) && !is_flag("x--all", &(3..6)));
     }
 
     #[test]
