@@ -1420,6 +1420,13 @@ mod tests {
             config.server.public_origin().unwrap().authority,
             "moraine.example.com:8443"
         );
+        // Scheme and host are read case-blind: the web pages' cookies are `Secure` by the
+        // origin, however the URL is written.
+        config.server.public_url = "HTTPS://Moraine.Example.com".into();
+        assert_eq!(
+            config.server.public_origin().unwrap().origin,
+            "https://moraine.example.com"
+        );
     }
 
     #[test]

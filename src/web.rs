@@ -65,7 +65,11 @@ impl Web {
                 })
             }),
             public_origin: config.server.public_origin().map(|p| p.origin),
-            secure: config.server.public_url.starts_with("https://"),
+            // The origin is the URL's scheme and host, lower-cased (`HTTPS://` is https too).
+            secure: config
+                .server
+                .public_origin()
+                .is_some_and(|p| p.origin.starts_with("https://")),
         }
     }
 

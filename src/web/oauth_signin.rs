@@ -179,7 +179,9 @@ pub(super) async fn callback(
     };
     let refused = |notice| ending(&web, signin::redirect_to_sign_in(&begun.next, Some(notice)));
     if let Some(error) = query.error {
-        tracing::info!(%error, "the authorization server refused a sign-in");
+        // The parameter is the client's to write: logged cut short, quoted and escaped.
+        let error: String = error.chars().take(100).collect();
+        tracing::info!(error = ?error, "the authorization server refused a sign-in");
         return refused("refused");
     }
     let Some(code) = query.code else {
@@ -225,8 +227,7 @@ pub(super) async fn callback(
         return layout::no_randomness();
     };
     tracing::info!(caller = %caller.name, "signed in to the web pages through the authorization server");
-    // A page rather than a redirect: the browser arrived from the authorization server's site,
-    // and a SameSite=Strict cookie is sent only once it navigates from this one.
+    // A page that moves on by itself rather than a bare redirect: it says who signed in.
     let next = begun.next;
     let body = html! {
         h1 { "Signed in" }
@@ -239,7 +240,7 @@ pub(super) async fn callback(
         HeaderValue::from_str(&format!("0; url={next}"))
             .unwrap_or(HeaderValue::from_static("0; url=/ui/")),
     );
-    headers.append(header::SET_COOKIE, signin::set_cookie(&web, COOKIE, &id));
+    headers.append(header::SET_COOKIE, signin::signin_cookie(&web, &id));
     ending(&web, response)
 }
 

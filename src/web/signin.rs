@@ -1,5 +1,5 @@
 //! Signing in to the pages with a token: a sign-in held by the server and named by an
-//! HttpOnly, SameSite=Strict cookie, with a CSRF token of its own for every form that changes
+//! HttpOnly, SameSite=Lax cookie, with a CSRF token of its own for every form that changes
 //! state. The cookie never holds the token, and the token is checked again on every page.
 
 use std::collections::HashMap;
@@ -25,6 +25,10 @@ pub(super) const COOKIE: &str = "moraine_signin";
 const FORM_COOKIE: &str = "moraine_form";
 /// The longest credential the form takes (a JWT with many claims fits).
 const MAX_CREDENTIAL: usize = 16 * 1024;
+/// Sign-ins one credential holds at most (browsers, devices); its least recently used ends
+/// first. Without it, one reader signing in again and again would end everyone else's
+/// sign-ins once the server holds its most.
+const PER_CREDENTIAL: usize = 16;
 
 /// The sign-ins in progress, by the random ID their cookie carries.
 pub(super) struct SignIns {
@@ -51,22 +55,28 @@ impl SignIns {
     }
 
     /// A new sign-in with `credential`: its ID and CSRF token. The least recently used ones
-    /// end when there are too many.
+    /// end when the credential holds [`PER_CREDENTIAL`], or the server its most.
     pub(super) fn start(&self, credential: String) -> Result<(String, String), getrandom::Error> {
         let id = random_hex()?;
         let csrf = random_hex()?;
         let now = Instant::now();
         let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
         held.retain(|_, h| now.duration_since(h.last_used) < self.idle);
-        while held.len() >= self.max {
-            let Some(oldest) = held
-                .iter()
+        let oldest = |held: &HashMap<String, Held>, own: bool| {
+            held.iter()
+                .filter(|(_, h)| !own || h.credential == credential)
                 .min_by_key(|(_, h)| h.last_used)
                 .map(|(id, _)| id.clone())
-            else {
+        };
+        while held.values().filter(|h| h.credential == credential).count() >= PER_CREDENTIAL {
+            let Some(id) = oldest(&held, true) else { break };
+            held.remove(&id);
+        }
+        while held.len() >= self.max {
+            let Some(id) = oldest(&held, false) else {
                 break;
             };
-            held.remove(&oldest);
+            held.remove(&id);
         }
         held.insert(
             id.clone(),
@@ -120,9 +130,17 @@ pub(super) fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> 
         .filter(|value| !value.is_empty())
 }
 
-/// A `Set-Cookie` value for the pages: never readable by scripts, never sent from elsewhere.
-pub(super) fn set_cookie(web: &Web, name: &str, value: &str) -> HeaderValue {
-    cookie_header(web, name, value, "/ui", "Strict", None)
+/// The `Set-Cookie` value naming a sign-in (removing it when `id` is empty): never readable
+/// by scripts, and `Lax`, so that a link from elsewhere (a chat, a mail, an issue) opens its
+/// page signed in. Pages only read; every form that changes state carries the sign-in's CSRF
+/// token and is refused from another origin.
+pub(super) fn signin_cookie(web: &Web, id: &str) -> HeaderValue {
+    cookie_header(web, COOKIE, id, "/ui", "Lax", None)
+}
+
+/// The `Set-Cookie` value of the sign-in form's CSRF token: never sent from elsewhere.
+fn form_cookie(web: &Web, csrf: &str) -> HeaderValue {
+    cookie_header(web, FORM_COOKIE, csrf, "/ui", "Strict", None)
 }
 
 /// A `Set-Cookie` value: HttpOnly, `Secure` behind https, removed when `value` is empty.
@@ -237,7 +255,7 @@ pub(super) fn sign_in_page(
     let mut response = (status, layout::page("Sign in", None, Nav::None, body)).into_response();
     response
         .headers_mut()
-        .append(header::SET_COOKIE, set_cookie(web, FORM_COOKIE, &csrf));
+        .append(header::SET_COOKIE, form_cookie(web, &csrf));
     response
 }
 
@@ -321,8 +339,8 @@ pub(super) async fn submit(State(web): State<Web>, headers: HeaderMap, body: Byt
     tracing::info!(caller = %caller.name, "signed in to the web pages");
     let mut response = Redirect::to(&next).into_response();
     let headers = response.headers_mut();
-    headers.append(header::SET_COOKIE, set_cookie(&web, COOKIE, &id));
-    headers.append(header::SET_COOKIE, set_cookie(&web, FORM_COOKIE, ""));
+    headers.append(header::SET_COOKIE, signin_cookie(&web, &id));
+    headers.append(header::SET_COOKIE, form_cookie(&web, ""));
     response
 }
 
@@ -337,7 +355,7 @@ pub(super) async fn sign_out(State(web): State<Web>, headers: HeaderMap, body: B
             let mut response = Redirect::to("/ui/signin?notice=signed_out").into_response();
             response
                 .headers_mut()
-                .append(header::SET_COOKIE, set_cookie(&web, COOKIE, ""));
+                .append(header::SET_COOKIE, signin_cookie(&web, ""));
             response
         }
         (None, _) => Redirect::to("/ui/signin").into_response(),
@@ -371,6 +389,21 @@ mod tests {
         let idle = SignIns::new(Duration::ZERO, 10);
         let (d, _) = idle.start("token-d".into()).unwrap();
         assert!(idle.touch(&d).is_none());
+    }
+
+    #[test]
+    fn test_one_credential_signing_in_again_and_again_ends_only_its_own_sign_ins() {
+        let signins = SignIns::new(Duration::from_secs(60), PER_CREDENTIAL + 2);
+        let (other, _) = signins.start("token-other".into()).unwrap();
+        let mine: Vec<String> = (0..3 * PER_CREDENTIAL)
+            .map(|_| signins.start("token-mine".into()).unwrap().0)
+            .collect();
+        assert_eq!(signins.touch(&other).unwrap().credential, "token-other");
+        // Its newest sign-ins are kept, its oldest ended.
+        let kept = mine.iter().filter(|id| signins.touch(id).is_some()).count();
+        assert_eq!(kept, PER_CREDENTIAL);
+        assert!(signins.touch(mine.last().unwrap()).is_some());
+        assert!(signins.touch(&mine[0]).is_none());
     }
 
     #[test]

@@ -60,7 +60,7 @@ async function run(browser, javaScript) {
   const who = await page.locator('.who').innerText();
   check(who.includes('alice@example.com'), `signed in as ${show(who)}`);
   const cookie = (await context.cookies()).find((c) => c.name === 'moraine_signin');
-  check(cookie && cookie.httpOnly && cookie.sameSite === 'Strict', `sign-in cookie ${show(cookie)}`);
+  check(cookie && cookie.httpOnly && cookie.sameSite === 'Lax', `sign-in cookie ${show(cookie)}`);
   ok(`${who}, back on /ui/sessions`);
 
   step = 'rights from her groups';

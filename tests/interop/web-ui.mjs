@@ -6,9 +6,9 @@
 // The server holds the demo sessions, tests/web (a session whose prompts, tool output and
 // answers carry <script>, onerror= and javascript: payloads) as source claude, and 60 sessions
 // of source laptop-2 that say "bulkword". reader-token reads everything; claude-reader-token
-// reads source claude only. Runs every step twice, with JavaScript on and off: sign in, search,
-// open a hit and land on its turn, page through sessions, sources, the person limited to one
-// source, the hostile session (no dialog, no script element, payloads shown as text), keyboard
+// reads source claude only. Runs every step twice, with JavaScript on and off: sign in, a link
+// from another site, search, open a hit and land on its turn, page through sessions, sources,
+// the person limited to one source, the hostile session (no dialog, no script element, payloads shown as text), keyboard
 // and labels, and a phone-sized screen. Screenshots of each page go to <screenshot-dir>.
 // Exits 1 at the first failed check, 2 on usage errors.
 
@@ -80,9 +80,24 @@ async function run(browser, javaScript) {
   await signIn(page, readerToken);
   const cookies = await context.cookies();
   const signin = cookies.find((c) => c.name === 'moraine_signin');
-  check(signin && signin.httpOnly && signin.sameSite === 'Strict', `sign-in cookie ${show(signin)}`);
+  check(signin && signin.httpOnly && signin.sameSite === 'Lax', `sign-in cookie ${show(signin)}`);
   check(!cookies.some((c) => c.value.includes(readerToken)), 'a cookie holds the token');
-  ok('HttpOnly, SameSite=Strict cookie; a wrong token refused');
+  ok('HttpOnly, SameSite=Lax cookie; a wrong token refused');
+
+  step = 'a link from another site';
+  // A page of another site (answered by the browser itself) links to the sessions, as a chat
+  // or a mail would: the sign-in goes with the navigation, so the page opens signed in.
+  const otherSite = 'http://elsewhere.test/**';
+  await page.route(otherSite, (route) =>
+    route.fulfill({ contentType: 'text/html', body: `<a id="to" href="${base}/ui/sessions">sessions</a>` }));
+  await page.goto('http://elsewhere.test/chat');
+  await page.locator('#to').click();
+  await page.waitForLoadState();
+  await page.unroute(otherSite);
+  check(page.url() === `${base}/ui/sessions`, `a link from another site landed on ${page.url()}`);
+  check(await page.locator('.who').count() === 1, 'the page from a link elsewhere is not signed in');
+  ok('opened signed in');
+  await page.goto(`${base}/ui/`);
 
   step = 'search';
   await page.getByLabel('Words to find').fill('inkwell preview escapes');

@@ -219,7 +219,8 @@ async fn signing_in_takes_a_readers_token_and_sets_a_strict_cookie() {
         .iter()
         .find(|c| c.starts_with("moraine_signin="))
         .unwrap();
-    for flag in ["HttpOnly", "SameSite=Strict", "Path=/ui"] {
+    // Lax: a link from elsewhere opens a page signed in (the browser checks show it).
+    for flag in ["HttpOnly", "SameSite=Lax", "Path=/ui"] {
         assert!(cookie.contains(flag), "{cookie}");
     }
     assert!(!cookie.contains(ADMIN), "the cookie never holds the token");
