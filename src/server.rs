@@ -84,7 +84,6 @@ pub(crate) fn router(
             max_decoded_bytes: config.ingest.max_decoded_bytes,
             metrics: metrics.clone(),
         },
-        guard(&[Scope::Ingest]),
         guard(&[Scope::Read, Scope::Ingest, Scope::Metrics]),
     );
     let state = AppState {
@@ -151,6 +150,10 @@ pub(crate) fn router(
                         ingest: Duration::from_secs(config.ingest.request_timeout_secs),
                     },
                     guards::time_limit,
+                ))
+                .layer(middleware::from_fn_with_state(
+                    auth_state(&[Scope::Ingest]),
+                    ingest_api::authenticate_writes,
                 ))
                 .layer(middleware::from_fn_with_state(
                     guards::IngestSlots {

@@ -11,13 +11,14 @@ use std::sync::Arc;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::QueryRejection;
-use axum::extract::{Extension, Query, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::extract::{Extension, Query, Request, State};
+use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 
 use super::guards::IngestSlot;
-use crate::auth::{self, Caller};
+use crate::auth::{self, AuthState, Caller};
 use crate::db::DbError;
 use crate::http_error::{ErrorCode, HttpError};
 use crate::ingest::push::batch;
@@ -42,9 +43,36 @@ pub(crate) struct IngestApi {
     pub(crate) metrics: Metrics,
 }
 
-/// The ingest routes behind `guard` (which checks the token), only for the methods served:
-/// another method is a 405 for anyone.
-pub(crate) fn routes<L>(api: IngestApi, guard: L, sources_guard: L) -> Router
+/// The routes that take logs (with the `ingest` scope), all `POST`: their token is checked
+/// before they take an ingest slot or their body is read (see
+/// [`authenticate_writes`]).
+pub(crate) const WRITE_PATHS: [&str; 3] = [STATUS_PATH, APPEND_PATH, BATCH_PATH];
+const STATUS_PATH: &str = "/ingest/v1/status";
+const APPEND_PATH: &str = "/ingest/v1/append";
+const BATCH_PATH: &str = "/ingest/v1/batch";
+
+/// The guard of the routes that take logs ([`WRITE_PATHS`]): their token
+/// is checked before anything else is given to the request, so a client without a valid
+/// token can neither hold one of the few ingest slots nor make the server read an upload (it
+/// is answered 401 or 403 at once).
+pub(crate) async fn authenticate_writes(
+    State(auth): State<AuthState>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let writes = request.method() == Method::POST && WRITE_PATHS.contains(&request.uri().path());
+    if writes {
+        auth::authenticate(State(auth), request, next).await
+    } else {
+        next.run(request).await
+    }
+}
+
+/// The ingest routes, only for the methods served (another method is a 405 for anyone). The
+/// routes that take logs are guarded outside the router, before the ingest slots and body
+/// limits ([`WRITE_PATHS`]): without that guard their handlers find no caller and answer 500.
+/// `sources_guard` checks the token of `GET /ingest/v1/sources`.
+pub(crate) fn routes<L>(api: IngestApi, sources_guard: L) -> Router
 where
     L: tower::Layer<axum::routing::Route> + Clone + Send + Sync + 'static,
     L::Service: tower::Service<axum::extract::Request, Error = std::convert::Infallible>
@@ -56,15 +84,9 @@ where
     <L::Service as tower::Service<axum::extract::Request>>::Future: Send + 'static,
 {
     Router::new()
-        .route(
-            "/ingest/v1/status",
-            post(status_post).route_layer(guard.clone()),
-        )
-        .route(
-            "/ingest/v1/append",
-            post(append_post).route_layer(guard.clone()),
-        )
-        .route("/ingest/v1/batch", post(batch_post).route_layer(guard))
+        .route(STATUS_PATH, post(status_post))
+        .route(APPEND_PATH, post(append_post))
+        .route(BATCH_PATH, post(batch_post))
         .route(
             "/ingest/v1/sources",
             get(sources_get).route_layer(sources_guard),

@@ -179,6 +179,40 @@ async fn a_server_taking_one_request_at_a_time_gets_every_log_once() {
     server.stop().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_client_without_a_valid_token_holds_no_ingest_slot_and_sends_no_body() {
+    let (mut settings, db) = fresh_db().await;
+    settings.ingest.max_concurrent_requests = 1;
+    let server = TestServer::start(team(settings), db.clone()).await;
+    let addr = server.base.trim_start_matches("http://").to_owned();
+    // Uploads announced large and never finished: without a token, and with a wrong one.
+    let mut stalled = Vec::new();
+    for bearer in ["", "Authorization: Bearer not-a-token-of-this-server\r\n"] {
+        let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        let head = format!(
+            "POST /ingest/v1/batch?harness=claude-code HTTP/1.1\r\nHost: {addr}\r\n{bearer}\
+             Content-Length: 8000000\r\n\r\n"
+        );
+        stream.write_all(head.as_bytes()).await.unwrap();
+        stream.write_all(b"{\"logs\":[").await.unwrap();
+        // Answered at once, before the body: not a slot taken (429 for the second) nor an
+        // upload waited for until it stalls.
+        let mut status = [0u8; 12];
+        stream.read_exact(&mut status).await.unwrap();
+        assert_eq!(String::from_utf8_lossy(&status), "HTTP/1.1 401", "{bearer}");
+        stalled.push(stream);
+    }
+    // With those connections still open, a laptop's push takes the one slot.
+    let dir = scratch("no-slot-without-token");
+    write_sessions(&dir, 0x5a, 2, 3, "slotword");
+    let pushed = push::push_logs(&client(&server, ALICE), &logs_under(&dir), 64 * 1024, false)
+        .await
+        .unwrap();
+    assert_eq!((pushed.sent, pushed.failed, pushed.gave_way), (2, 0, 0));
+    drop(stalled);
+    server.stop().await;
+}
+
 #[tokio::test]
 async fn a_push_killed_mid_upload_and_run_again_stores_every_event_once() {
     let dir = scratch("killed");
