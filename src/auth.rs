@@ -178,6 +178,30 @@ impl AuthState {
         }
     }
 
+    /// Why the caller may not push as their source, if they may not. A person signed in
+    /// through the authorization server pushes as their name; not when the access token gives
+    /// none (every such token would write as one source), nor as the source of a static token
+    /// (a person named like a laptop's source would replace its sessions).
+    fn refused_source(&self, caller: &Caller) -> Option<String> {
+        if self.required != [Scope::Ingest] || caller.method != Method::OAuth {
+            return None;
+        }
+        let source = caller.ingest_source.as_deref()?;
+        if source == rules::UNNAMED {
+            Some(
+                "the access token names no one to record pushes as (its name claim and `sub` \
+                 are empty)"
+                    .to_owned(),
+            )
+        } else if self.tokens.current().writes_as(source) {
+            Some(format!(
+                "{source:?} is the source of a static token: a person cannot push as it"
+            ))
+        } else {
+            None
+        }
+    }
+
     /// Counts an accepted caller.
     pub(crate) fn accepted(&self, caller: &Caller) {
         self.metrics
@@ -248,6 +272,13 @@ pub(crate) async fn authenticate(
                 &state.challenge(Some(("insufficient_scope", &description))),
             )
             .into_response();
+    }
+    if let Some(message) = state.refused_source(&caller) {
+        state
+            .metrics
+            .observe_auth(caller.method.as_str(), "forbidden");
+        tracing::info!(caller = %caller.name, "refused a person's push: {message}");
+        return forbidden(message).into_response();
     }
     state.accepted(&caller);
     tracing::debug!(caller = %caller.name, method = caller.method.as_str(), "authenticated");

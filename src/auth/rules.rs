@@ -10,6 +10,9 @@ use crate::config::{OAuthRule, Scope, is_source_name};
 
 /// Longest name kept for a person (a source name's bound).
 const MAX_NAME_CHARS: usize = 128;
+/// The name of a person whose access token gives none: it may read, never push (every such
+/// token would write as one source).
+pub(crate) const UNNAMED: &str = "oauth";
 
 /// The rules in force and the claim that names a person.
 #[derive(Debug)]
@@ -78,7 +81,7 @@ impl Rules {
         if is_source_name(&name) {
             name
         } else {
-            "oauth".to_owned()
+            UNNAMED.to_owned()
         }
     }
 }

@@ -126,6 +126,13 @@ impl Tokens {
         found
     }
 
+    /// Whether a token pushes as `source`.
+    pub(crate) fn writes_as(&self, source: &str) -> bool {
+        self.tokens
+            .iter()
+            .any(|t| t.caller.ingest_source.as_deref() == Some(source))
+    }
+
     /// Each token's name, and whether its ingest source is that name.
     fn names(&self) -> impl Iterator<Item = (String, bool)> + '_ {
         self.tokens.iter().map(|t| {

@@ -560,6 +560,27 @@ async function main() {
   for (const [what, token] of attacks) await expectInvalid(token, what);
   ok(`${attacks.length} refused: ${attacks.map(([w]) => w).join('; ')}`);
 
+  step = "a person pushes as their name, never as a static token's source";
+  const status = async (token) => {
+    const r = await fetch(`${ORIGIN}/ingest/v1/status`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ files: [] }),
+    });
+    const text = await r.text();
+    let body = null;
+    try { body = JSON.parse(text); } catch { /* shown below */ }
+    return { status: r.status, text, body };
+  };
+  const own = await status(ingestOnly);
+  check(own.status === 200 && own.body?.source === 'alice@example.com', `alice's push status: ${own.status} ${show(own.text)}`);
+  const asStatic = await status(await mint({ ...base, scope: 'ingest', email: 'static-reader' }));
+  check(asStatic.status === 403 && asStatic.body?.message?.includes('static token'), `a person named like a static token's source: ${asStatic.status} ${show(asStatic.text)}`);
+  checkErrorBody(asStatic, 'forbidden', 'a person named like a static source');
+  const unnamed = await status(await mint({ ...base, scope: 'ingest', email: '' }));
+  check(unnamed.status === 403 && unnamed.body?.message?.includes('names no one'), `a token naming no one: ${unnamed.status} ${show(unnamed.text)}`);
+  ok('alice@example.com pushes as herself; "static-reader" and a blank name are refused');
+
   step = 'bearer methods: the header only';
   const call = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'search_sessions', arguments: { query: 'the', n_hits: 1 } } });
   const plain = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': PROTOCOL };
