@@ -12,7 +12,7 @@ mod tokens;
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
@@ -223,15 +223,27 @@ pub(crate) async fn authenticate(
     mut request: Request,
     next: Next,
 ) -> Response {
+    match admit(&state, request.headers()).await {
+        Ok(caller) => {
+            request.extensions_mut().insert(caller);
+            next.run(request).await
+        }
+        Err(refusal) => refusal,
+    }
+}
+
+/// The caller the request's headers name, when they may use the guarded route; else the
+/// answer to give (counted in the metrics).
+pub(crate) async fn admit(state: &AuthState, headers: &HeaderMap) -> Result<Caller, Response> {
     if state.is_open() {
         // A laptop sending a token believes it writes to a team server that checks who
         // pushes: that this one takes anyone's pushes is told, not silently accepted.
-        if state.required == [Scope::Ingest] && bearer(request.headers()).is_some() {
+        if state.required == [Scope::Ingest] && bearer(headers).is_some() {
             state
                 .metrics
                 .observe_auth(Method::None.as_str(), "no_tokens");
             warn_open_server();
-            return HttpError::new(
+            return Err(HttpError::new(
                 StatusCode::FORBIDDEN,
                 ErrorCode::ServerWithoutTokens,
                 format!(
@@ -240,19 +252,15 @@ pub(crate) async fn authenticate(
                      and push again"
                 ),
             )
-            .into_response();
+            .into_response());
         }
-        request.extensions_mut().insert(Caller::anonymous());
-        return next.run(request).await;
+        return Ok(Caller::anonymous());
     }
-    let Some(presented) = bearer(request.headers()) else {
+    let Some(presented) = bearer(headers) else {
         state.metrics.observe_auth(Method::None.as_str(), "missing");
-        return state.unauthorized("missing bearer token", None);
+        return Err(state.unauthorized("missing bearer token", None));
     };
-    let caller = match state.identify(presented).await {
-        Ok(caller) => caller,
-        Err(refusal) => return refusal,
-    };
+    let caller = state.identify(presented).await?;
     if !state.required.iter().any(|scope| caller.may(*scope)) {
         let scopes = state
             .required
@@ -266,24 +274,23 @@ pub(crate) async fn authenticate(
         tracing::info!(caller = %caller.name, method = caller.method.as_str(), scope = %scopes, "refused a caller without the scope");
         let message = format!("{} lacks the {scopes} scope", describe(&caller));
         let description = format!("the {scopes} scope is needed");
-        return forbidden(message)
+        return Err(forbidden(message)
             .with_header(
                 header::WWW_AUTHENTICATE,
                 &state.challenge(Some(("insufficient_scope", &description))),
             )
-            .into_response();
+            .into_response());
     }
     if let Some(message) = state.refused_source(&caller) {
         state
             .metrics
             .observe_auth(caller.method.as_str(), "forbidden");
         tracing::info!(caller = %caller.name, "refused a person's push: {message}");
-        return forbidden(message).into_response();
+        return Err(forbidden(message).into_response());
     }
     state.accepted(&caller);
     tracing::debug!(caller = %caller.name, method = caller.method.as_str(), "authenticated");
-    request.extensions_mut().insert(caller);
-    next.run(request).await
+    Ok(caller)
 }
 
 /// An OAuth access token that names no one: 401 with the reason (503 when the authorization

@@ -97,9 +97,9 @@ pub(crate) fn router(
     } else {
         get(metrics_get)
     };
+    // Its token is checked outside, before the body is read (see `FirstChecked`).
     let mcp = mcp_routes(config, tools.clone(), addr, shutdown)
-        .layer(middleware::from_fn(rpc::check_tool_calls))
-        .layer(guard(&[Scope::Read]));
+        .layer(middleware::from_fn(rpc::check_tool_calls));
     let metadata = oauth.as_ref().map_or_else(Router::new, |oauth| {
         auth::metadata_routes(oauth, &server.mcp_path)
     });
@@ -152,8 +152,20 @@ pub(crate) fn router(
                     guards::time_limit,
                 ))
                 .layer(middleware::from_fn_with_state(
-                    auth_state(&[Scope::Ingest]),
-                    ingest_api::authenticate_writes,
+                    FirstChecked {
+                        auth: auth_state(&[Scope::Read]),
+                        paths: Arc::from([server.mcp_path.clone()]),
+                        only: None,
+                    },
+                    authenticate_first,
+                ))
+                .layer(middleware::from_fn_with_state(
+                    FirstChecked {
+                        auth: auth_state(&[Scope::Ingest]),
+                        paths: ingest_api::WRITE_PATHS.map(str::to_owned).into(),
+                        only: Some(Method::POST),
+                    },
+                    authenticate_first,
                 ))
                 .layer(middleware::from_fn_with_state(
                     guards::IngestSlots {
@@ -171,6 +183,40 @@ pub(crate) fn router(
                     guards::limit_body,
                 )),
         )
+}
+
+/// Routes whose token is checked before anything else is given to a request, outside the
+/// ingest slots and body limits: a client without a valid token can neither hold one of the
+/// few ingest slots nor make the server read a body (it is answered 401 or 403 at once). These
+/// routes have no guard of their own: without this one their handlers find no caller.
+#[derive(Clone)]
+struct FirstChecked {
+    auth: AuthState,
+    paths: Arc<[String]>,
+    /// The one method checked (others are the router's to answer, 405), or every method.
+    only: Option<Method>,
+}
+
+async fn authenticate_first(
+    State(first): State<FirstChecked>,
+    mut request: axum::extract::Request,
+    next: middleware::Next,
+) -> Response {
+    let checked = first.only.as_ref().is_none_or(|m| request.method() == m)
+        && first.paths.iter().any(|p| p == request.uri().path());
+    if !checked {
+        return next.run(request).await;
+    }
+    match auth::admit(&first.auth, request.headers()).await {
+        Ok(caller) => {
+            request.extensions_mut().insert(caller);
+            next.run(request).await
+        }
+        Err(refusal) => {
+            tokio::spawn(guards::drain(request.into_body()));
+            refusal
+        }
+    }
 }
 
 /// The connection limits of `config`.

@@ -213,8 +213,8 @@ async fn read_up_to(mut body: Body, max_bytes: usize, stall: Duration) -> Result
 }
 
 /// Reads and discards what is left of a refused body, within [`DRAIN_BYTES`] and
-/// [`DRAIN_TIME`].
-async fn drain(mut body: Body) {
+/// [`DRAIN_TIME`], so a client still sending it sees the answer instead of a reset.
+pub(crate) async fn drain(mut body: Body) {
     let drained = async {
         let mut seen = 0u64;
         while let Some(Ok(frame)) = body.frame().await {

@@ -11,14 +11,13 @@ use std::sync::Arc;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::QueryRejection;
-use axum::extract::{Extension, Query, Request, State};
-use axum::http::{HeaderMap, Method, StatusCode, header};
-use axum::middleware::Next;
+use axum::extract::{Extension, Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 
 use super::guards::IngestSlot;
-use crate::auth::{self, AuthState, Caller};
+use crate::auth::{self, Caller};
 use crate::db::DbError;
 use crate::http_error::{ErrorCode, HttpError};
 use crate::ingest::push::batch;
@@ -45,28 +44,11 @@ pub(crate) struct IngestApi {
 
 /// The routes that take logs (with the `ingest` scope), all `POST`: their token is checked
 /// before they take an ingest slot or their body is read (see
-/// [`authenticate_writes`]).
+/// `server::FirstChecked`).
 pub(crate) const WRITE_PATHS: [&str; 3] = [STATUS_PATH, APPEND_PATH, BATCH_PATH];
 const STATUS_PATH: &str = "/ingest/v1/status";
 const APPEND_PATH: &str = "/ingest/v1/append";
 const BATCH_PATH: &str = "/ingest/v1/batch";
-
-/// The guard of the routes that take logs ([`WRITE_PATHS`]): their token
-/// is checked before anything else is given to the request, so a client without a valid
-/// token can neither hold one of the few ingest slots nor make the server read an upload (it
-/// is answered 401 or 403 at once).
-pub(crate) async fn authenticate_writes(
-    State(auth): State<AuthState>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let writes = request.method() == Method::POST && WRITE_PATHS.contains(&request.uri().path());
-    if writes {
-        auth::authenticate(State(auth), request, next).await
-    } else {
-        next.run(request).await
-    }
-}
 
 /// The ingest routes, only for the methods served (another method is a 405 for anyone). The
 /// routes that take logs are guarded outside the router, before the ingest slots and body

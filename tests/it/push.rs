@@ -180,18 +180,25 @@ async fn a_server_taking_one_request_at_a_time_gets_every_log_once() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_client_without_a_valid_token_holds_no_ingest_slot_and_sends_no_body() {
+async fn a_client_without_a_valid_token_holds_no_ingest_slot_and_no_body_is_read() {
     let (mut settings, db) = fresh_db().await;
     settings.ingest.max_concurrent_requests = 1;
     let server = TestServer::start(team(settings), db.clone()).await;
     let addr = server.base.trim_start_matches("http://").to_owned();
-    // Uploads announced large and never finished: without a token, and with a wrong one.
+    // Uploads announced large and never finished: without a token, and with a wrong one, to
+    // the ingest API and to the MCP endpoint.
     let mut stalled = Vec::new();
-    for bearer in ["", "Authorization: Bearer not-a-token-of-this-server\r\n"] {
+    let requests = [
+        ("/ingest/v1/batch?harness=claude-code", 8_000_000),
+        ("/mcp", 900_000),
+    ];
+    for ((path, length), bearer) in requests.into_iter().flat_map(|request| {
+        ["", "Authorization: Bearer not-a-token-of-this-server\r\n"].map(|b| (request, b))
+    }) {
         let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
         let head = format!(
-            "POST /ingest/v1/batch?harness=claude-code HTTP/1.1\r\nHost: {addr}\r\n{bearer}\
-             Content-Length: 8000000\r\n\r\n"
+            "POST {path} HTTP/1.1\r\nHost: {addr}\r\n{bearer}Content-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nContent-Length: {length}\r\n\r\n"
         );
         stream.write_all(head.as_bytes()).await.unwrap();
         stream.write_all(b"{\"logs\":[").await.unwrap();
@@ -199,9 +206,26 @@ async fn a_client_without_a_valid_token_holds_no_ingest_slot_and_sends_no_body()
         // upload waited for until it stalls.
         let mut status = [0u8; 12];
         stream.read_exact(&mut status).await.unwrap();
-        assert_eq!(String::from_utf8_lossy(&status), "HTTP/1.1 401", "{bearer}");
+        assert_eq!(
+            String::from_utf8_lossy(&status),
+            "HTTP/1.1 401",
+            "{path} {bearer}"
+        );
         stalled.push(stream);
     }
+    // A client that sends its whole body before reading gets the 401, not a reset.
+    let body = "x".repeat(900_000);
+    let mut whole = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n",
+        body.len()
+    );
+    whole.write_all(head.as_bytes()).await.unwrap();
+    whole.write_all(body.as_bytes()).await.unwrap();
+    let mut status = [0u8; 12];
+    whole.read_exact(&mut status).await.unwrap();
+    assert_eq!(String::from_utf8_lossy(&status), "HTTP/1.1 401");
     // With those connections still open, a laptop's push takes the one slot.
     let dir = scratch("no-slot-without-token");
     write_sessions(&dir, 0x5a, 2, 3, "slotword");
