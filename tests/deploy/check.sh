@@ -545,6 +545,13 @@ edges |= {round(ms / 1000, 6) for ms in config["sla"].values()}
 server_rs = (root / "src/server.rs").read_text()
 server_rs += "".join(p.read_text() for p in sorted((root / "src/server").glob("*.rs")))
 routes = set(re.findall(r'\.route\(\s*"([^"]+)"', server_rs)) | {config["server"]["mcp_path"]}
+# Routes named by a constant (`const STATUS_PATH: &str = "/ingest/v1/status";`).
+path_consts = dict(re.findall(r'const ([A-Z_]+): &str = "([^"]+)";', server_rs))
+for name in re.findall(r'\.route\(\s*([A-Z_]+)\s*,', server_rs):
+    if name in path_consts:
+        routes.add(path_consts[name])
+    else:
+        problem("src/server", f".route({name}, …): no `const {name}: &str` found; update tests/deploy/check.sh")
 # The OAuth protected-resource metadata (src/auth/metadata.rs): at the root, and at the path
 # form for the MCP endpoint.
 metadata_rs = (root / "src/auth/metadata.rs").read_text()
