@@ -2,8 +2,8 @@
 //!
 //! A session's key derives from its harness and native ID, which any log can name: the same
 //! log pushed from a second laptop, two machines syncing one home directory, or a file made to
-//! carry another's session ID. A log that names a session another source stored is written
-//! apart, under a key of its own source (the native ID stays what the log says), so it never
+//! carry another's session ID. A log that names a session another source stored, or holds
+//! by a log with no event yet, is written apart, under a key of its own source (the native ID stays what the log says), so it never
 //! retracts or replaces the first source's rows. A log keeps the session its checkpoint names
 //! for as long as that session is one its identity derives.
 //!
@@ -93,26 +93,27 @@ async fn claim_chunk(
         .await?
         .into_iter()
         .collect();
-    let held: Vec<Held> = match heads {
-        None => Vec::new(),
-        Some(_) => {
-            db.read(
-                "ingest_claim_logs",
-                "SELECT file_key, session_key, toString(source) AS source, generation, received \
-                 FROM ingest_checkpoints FINAL WHERE session_key IN {keys:Array(UInt64)}",
-            )
-            .param("keys", &keys)
-            .fetch_all(db, deadline)
-            .await?
-        }
-    };
+    // The logs already written to these sessions: a session whose logs have no event yet has
+    // no row, and is held by their source all the same.
+    let held: Vec<Held> = db
+        .read(
+            "ingest_claim_logs",
+            "SELECT file_key, session_key, toString(source) AS source, generation, received \
+             FROM ingest_checkpoints FINAL WHERE session_key IN {keys:Array(UInt64)}",
+        )
+        .param("keys", &keys)
+        .fetch_all(db, deadline)
+        .await?;
     for i in new {
         let file = &mut files[i];
         let native_id = file.native_id.clone();
-        if owners
-            .get(&file.session_key)
-            .is_some_and(|owner| *owner != file.source)
-        {
+        let held_elsewhere = match owners.get(&file.session_key) {
+            Some(owner) => *owner != file.source,
+            None => held
+                .iter()
+                .any(|h| h.session_key == file.session_key && h.source != file.source),
+        };
+        if held_elsewhere {
             file.session_key = apart_key(file, &native_id);
             continue;
         }

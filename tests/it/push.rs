@@ -1146,6 +1146,60 @@ async fn a_push_while_searches_run_gives_way_to_them_and_stores_everything() {
 }
 
 /// Sessions of `source` as a reader limited to it sees them: native ID → event count.
+/// A log another laptop named first, before it held a whole event, is that laptop's: a log of
+/// the same session with events from elsewhere is written apart, so the first laptop's
+/// `replace` never retracts it.
+#[tokio::test]
+async fn a_session_another_laptop_named_first_without_an_event_is_not_shared() {
+    let (a, b) = (scratch("named-first-a"), scratch("named-first-b"));
+    write_sessions(&a, 0x0b2, 1, 3, "deltaword");
+    let (settings, db) = fresh_db().await;
+    let server = TestServer::start(team(settings), db.clone()).await;
+    common::copy_tree(&a, &b, &mut |_| {});
+    let project = b.join("projects").join("-home-dev-src-team");
+    let bobs_log = std::fs::read_dir(&project)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let session_id = bobs_log.file_stem().unwrap().to_string_lossy().into_owned();
+    // Only a title: a checkpoint, no event.
+    let title = json!({"type": "custom-title", "customTitle": "bob's", "sessionId": session_id});
+    std::fs::write(&bobs_log, format!("{title}\n")).unwrap();
+    let bob = client(&server, BOB);
+    // Named as a Claude Code log: nothing in it says so yet.
+    let (partial, problems) = files::from_paths(
+        std::slice::from_ref(&b),
+        Some(moraine_mcp::vocab::Harness::ClaudeCode),
+        None,
+    );
+    assert!(problems.is_empty(), "{problems:?}");
+    let named = push::push_logs(&bob, &partial, 1 << 20, false)
+        .await
+        .unwrap();
+    assert_eq!((named.sent, named.failed), (1, 0));
+    let alice = client(&server, ALICE);
+    push::push_logs(&alice, &logs_under(&a), 1 << 20, false)
+        .await
+        .unwrap();
+    let before = sessions_seen(&server, ALICE_READER).await;
+    assert_eq!(before.len(), 1, "{before:?}");
+    // Bob's log is replaced by other content: his push replaces what that log contributed.
+    let line = json!({"type": "user", "sessionId": session_id, "timestamp": "2026-05-21T00:00:00.000Z",
+        "message": {"role": "user", "content": "bobword only bob wrote"}});
+    std::fs::write(&bobs_log, format!("{line}\n")).unwrap();
+    let replaced = push::push_logs(&bob, &logs_under(&b), 1 << 20, false)
+        .await
+        .unwrap();
+    assert_eq!(replaced.failed, 0);
+    // Alice's session is whole.
+    assert_eq!(sessions_seen(&server, ALICE_READER).await, before);
+    assert_statistics_exact(&snapshot(&db).await);
+    assert_no_duplicates(&db).await;
+    server.stop().await;
+}
+
 async fn sessions_seen(
     server: &TestServer,
     token: &str,
