@@ -42,8 +42,6 @@ pub(crate) struct Web {
     oauth_client: Option<Arc<WebClient>>,
     /// The public origin (`https://host`), when configured: where the issuer sends people back.
     public_origin: Option<String>,
-    /// Cookies carry `Secure`: people reach the server over https.
-    secure: bool,
 }
 
 impl Web {
@@ -65,12 +63,15 @@ impl Web {
                 })
             }),
             public_origin: config.server.public_origin().map(|p| p.origin),
-            // The origin is the URL's scheme and host, lower-cased (`HTTPS://` is https too).
-            secure: config
-                .server
-                .public_origin()
-                .is_some_and(|p| p.origin.starts_with("https://")),
         }
+    }
+
+    /// Whether cookies carry `Secure`: people reach the server over https. The origin's scheme
+    /// is lower-cased (`HTTPS://` is https too).
+    fn secure(&self) -> bool {
+        self.public_origin
+            .as_deref()
+            .is_some_and(|origin| origin.starts_with("https://"))
     }
 
     /// The authorization server people may sign in at, when the pages are its client.

@@ -3,9 +3,10 @@
 //! A session's key derives from its harness and native ID, which any log can name: the same
 //! log pushed from a second laptop, two machines syncing one home directory, or a file made to
 //! carry another's session ID. A log that names a session another source stored, or holds
-//! by a log with no event yet, is written apart, under a key of its own source (the native ID stays what the log says), so it never
-//! retracts or replaces the first source's rows. A log keeps the session its checkpoint names
-//! for as long as that session is one its identity derives.
+//! by a log with no event yet, is written apart, under a key of its own source (the native ID
+//! stays what the log says), so it never retracts or replaces the first source's rows. A log
+//! keeps the session its checkpoint names for as long as that session is one its identity
+//! derives.
 //!
 //! Within one source, a second log holding a stored session's ID with other content (Gemini
 //! CLI saves a sub-agent's chat under its parent's ID) is a session of its own under it, as

@@ -152,7 +152,7 @@ pub(super) fn cookie_header(
     same_site: &str,
     max_age: Option<u64>,
 ) -> HeaderValue {
-    let secure = if web.secure { "; Secure" } else { "" };
+    let secure = if web.secure() { "; Secure" } else { "" };
     let expiry = match (value.is_empty(), max_age) {
         (true, _) => "; Max-Age=0".to_owned(),
         (false, Some(secs)) => format!("; Max-Age={secs}"),

@@ -63,6 +63,16 @@ fn client(server: &TestServer, token: &str) -> Client {
     Client::new(&server.base, Some(token), None, Duration::from_secs(60)).unwrap()
 }
 
+/// A log of `project` (the directory's first entry).
+fn first_log(project: &Path) -> PathBuf {
+    std::fs::read_dir(project)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+}
+
 fn logs_under(dir: &Path) -> Vec<files::LogFile> {
     let (logs, problems) = files::from_paths(&[dir.to_owned()], None, None);
     assert!(problems.is_empty(), "{problems:?}");
@@ -1157,12 +1167,7 @@ async fn a_session_another_laptop_named_first_without_an_event_is_not_shared() {
     let server = TestServer::start(team(settings), db.clone()).await;
     common::copy_tree(&a, &b, &mut |_| {});
     let project = b.join("projects").join("-home-dev-src-team");
-    let bobs_log = std::fs::read_dir(&project)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let bobs_log = first_log(&project);
     let session_id = bobs_log.file_stem().unwrap().to_string_lossy().into_owned();
     // Only a title: a checkpoint, no event.
     let title = json!({"type": "custom-title", "customTitle": "bob's", "sessionId": session_id});
@@ -1261,12 +1266,7 @@ async fn a_laptop_never_overwrites_or_shrinks_anothers_session() {
     // truncated copies.
     common::copy_tree(&a, &b, &mut |_| {});
     let project = b.join("projects").join("-home-dev-src-team");
-    let first = std::fs::read_dir(&project)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let first = first_log(&project);
     let exported = scratch("own-b-exported");
     std::fs::copy(&first, exported.join("exported.jsonl")).unwrap();
     let bob = client(&server, BOB);
