@@ -34,8 +34,24 @@ struct Held {
     received: u64,
 }
 
-/// The key a log of `source` uses for session `native_id` when another source holds it.
+/// The key a log of `source` uses for session `native_id` when another source holds it. What
+/// is hashed starts with a byte no session key's input has (0xFF is never in UTF-8, and a
+/// harness name comes first there) and gives the ID's length, so no session ID a log holds,
+/// whatever bytes it spells, names another source's apart key.
 pub fn apart_key(file: &LogFile, native_id: &str) -> u64 {
+    let harness = file.harness.as_str();
+    let mut bytes = Vec::with_capacity(harness.len() + native_id.len() + file.source.len() + 10);
+    bytes.push(0xFF);
+    bytes.extend_from_slice(harness.as_bytes());
+    bytes.extend_from_slice(&(native_id.len() as u64).to_le_bytes());
+    bytes.extend_from_slice(native_id.as_bytes());
+    bytes.extend_from_slice(file.source.as_bytes());
+    xxhash_rust::xxh3::xxh3_64(&bytes).max(1)
+}
+
+/// The apart key of stores written before [`apart_key`] had inputs of its own: a log already
+/// written there stays, and no new log is ever written there.
+fn shared_apart_key(file: &LogFile, native_id: &str) -> u64 {
     files::session_key(file.harness, &format!("{native_id}\u{0}{}", file.source))
 }
 
@@ -162,12 +178,18 @@ fn keep(file: &mut LogFile, key: u64) -> bool {
             file.subagent,
         ),
         (apart_key(file, &base), &base, file.subagent),
+        (shared_apart_key(file, &base), &base, file.subagent),
         (
             files::session_key(file.harness, &under.native_id),
             &under.native_id,
             true,
         ),
         (apart_key(file, &under.native_id), &under.native_id, true),
+        (
+            shared_apart_key(file, &under.native_id),
+            &under.native_id,
+            true,
+        ),
     ];
     let Some((_, native_id, subagent)) = candidates.iter().find(|(k, _, _)| *k == key) else {
         return false;
@@ -176,4 +198,58 @@ fn keep(file: &mut LogFile, key: u64) -> bool {
     file.subagent = *subagent;
     file.session_key = key;
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::ingest::files::Origin;
+    use crate::vocab::Harness;
+
+    fn log(source: &str, native_id: &str) -> LogFile {
+        LogFile {
+            path: PathBuf::from("/logs/a.jsonl"),
+            harness: Harness::Codex,
+            source: source.into(),
+            native_id: native_id.into(),
+            subagent: false,
+            session_key: files::session_key(Harness::Codex, native_id),
+            file_key: 1,
+            origin: Origin::Push,
+            size: 0,
+        }
+    }
+
+    #[test]
+    fn test_no_session_id_spells_another_sources_apart_key() {
+        let alice = log("alice", "X");
+        let spelled = log("mallory", "X\0alice");
+        assert_ne!(apart_key(&alice, "X"), spelled.session_key);
+        // Where the ID ends is part of the key: ("X", "\0alice") is not ("X\0", "alice").
+        assert_ne!(
+            apart_key(&log("\0alice", "X"), "X"),
+            apart_key(&log("alice", "X\0"), "X\0")
+        );
+        // A source's copies of one session share their apart key; other sources' do not.
+        assert_eq!(apart_key(&alice, "X"), apart_key(&log("alice", "X"), "X"));
+        assert_ne!(apart_key(&alice, "X"), apart_key(&log("bob", "X"), "X"));
+    }
+
+    #[test]
+    fn test_a_log_written_apart_keeps_its_session_whichever_form_its_key_has() {
+        for key in [
+            apart_key(&log("alice", "X"), "X"),
+            shared_apart_key(&log("alice", "X"), "X"),
+        ] {
+            let mut file = log("alice", "X");
+            assert!(keep(&mut file, key));
+            assert_eq!((file.session_key, file.native_id.as_str()), (key, "X"));
+        }
+        assert!(!keep(
+            &mut log("alice", "X"),
+            apart_key(&log("bob", "X"), "X")
+        ));
+    }
 }

@@ -1205,6 +1205,72 @@ async fn a_session_another_laptop_named_first_without_an_event_is_not_shared() {
     server.stop().await;
 }
 
+/// A session ID is whatever a log says: one that spells another source's apart key (the ID,
+/// a NUL, the source) names a session of its own, never the one the other source's copies
+/// are written apart to.
+#[tokio::test]
+async fn a_session_id_never_names_where_another_sources_copy_is_written_apart() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/codex/rollout-2026-03-02T09-14-07-23435693-bfda-4cfd-8fa1-17c536123c31.jsonl");
+    let session_id = "23435693-bfda-4cfd-8fa1-17c536123c31";
+    let log = std::fs::read_to_string(&fixture).unwrap();
+    let (a, b) = (scratch("apart-id-a"), scratch("apart-id-b"));
+    for dir in [&a, &b] {
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(dir.join(fixture.file_name().unwrap()), &log).unwrap();
+    }
+    // Bob's second log says its session is the ID, a NUL and "alice".
+    let spelled = log.replacen(session_id, &format!("{session_id}\\u0000alice"), 1);
+    assert_ne!(spelled, log);
+    std::fs::write(b.join("spelled.jsonl"), &spelled).unwrap();
+    let (settings, db) = fresh_db().await;
+    let server = TestServer::start(team(settings), db.clone()).await;
+    let codex = |dir: &Path| {
+        let (logs, problems) = files::from_paths(
+            &[dir.to_owned()],
+            Some(moraine_mcp::vocab::Harness::Codex),
+            None,
+        );
+        assert!(problems.is_empty(), "{problems:?}");
+        logs
+    };
+    let bob = client(&server, BOB);
+    let pushed = push::push_logs(&bob, &codex(&b), 1 << 20, false)
+        .await
+        .unwrap();
+    assert_eq!((pushed.sent, pushed.failed), (2, 0));
+    // Alice's copy of Bob's session is written apart.
+    let alice = client(&server, ALICE);
+    let pushed = push::push_logs(&alice, &codex(&a), 1 << 20, false)
+        .await
+        .unwrap();
+    assert_eq!((pushed.sent, pushed.failed), (1, 0));
+    let theirs = sessions_seen(&server, ALICE_READER).await;
+    assert_eq!(theirs.len(), 1, "{theirs:?}");
+    let events = *theirs.values().next().unwrap();
+    assert!(theirs.keys().all(|k| k.starts_with("alice ")), "{theirs:?}");
+    // Bob's spelled log is replaced: Alice's session stays whole.
+    std::fs::write(
+        b.join("spelled.jsonl"),
+        spelled.lines().next().unwrap().to_owned() + "\n",
+    )
+    .unwrap();
+    let replaced = push::push_logs(&bob, &codex(&b), 1 << 20, false)
+        .await
+        .unwrap();
+    assert_eq!(replaced.failed, 0);
+    assert_eq!(sessions_seen(&server, ALICE_READER).await, theirs);
+    let everyone = sessions_seen(&server, READER).await;
+    assert_eq!(everyone.len(), 3, "{everyone:?}");
+    assert!(
+        everyone.values().filter(|n| **n == events).count() >= 2,
+        "{everyone:?}"
+    );
+    assert_statistics_exact(&snapshot(&db).await);
+    assert_no_duplicates(&db).await;
+    server.stop().await;
+}
+
 async fn sessions_seen(
     server: &TestServer,
     token: &str,
