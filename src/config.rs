@@ -381,11 +381,18 @@ impl Default for ToolsConfig {
 pub struct Bm25Config {
     pub k1: f64,
     pub b: f64,
+    /// How much a global search's hit gains from its session's score for the whole query (its
+    /// events' term counts summed), relative to the best hit; 0 ranks hits by their own event.
+    pub session_weight: f64,
 }
 
 impl Default for Bm25Config {
     fn default() -> Self {
-        Self { k1: 0.9, b: 0.75 }
+        Self {
+            k1: 0.9,
+            b: 0.75,
+            session_weight: 0.4,
+        }
     }
 }
 
@@ -1015,6 +1022,12 @@ impl Bm25Config {
         }
         if !(self.b.is_finite() && (0.0..=1.0).contains(&self.b)) {
             return Err(ConfigError::invalid("bm25.b", "must be between 0 and 1"));
+        }
+        if !(self.session_weight.is_finite() && (0.0..=10.0).contains(&self.session_weight)) {
+            return Err(ConfigError::invalid(
+                "bm25.session_weight",
+                "must be between 0 and 10",
+            ));
         }
         Ok(())
     }

@@ -9,6 +9,7 @@
 
 mod query;
 mod render;
+mod session_score;
 mod snippet;
 mod spread;
 mod sql;
@@ -517,7 +518,7 @@ async fn score(
         request,
         hashes,
         statistics,
-        kinds,
+        kinds: kinds.clone(),
         fragments,
         session,
         turn,
@@ -546,6 +547,12 @@ async fn score(
         metrics.observe_search_postings(path.as_str(), read, all);
     }
     if global {
+        let asked = session_score::Asked {
+            hashes,
+            idfs: &statistics.idfs,
+            kinds: &kinds,
+        };
+        let scored = session_score::weigh(ctx, &asked, scored, deadline).await?;
         return Ok(spread::page(scored, request.n_hits as usize));
     }
     let truncated = scored.len() > request.n_hits as usize;

@@ -51,20 +51,11 @@ pub(super) fn page(scored: Vec<Scored>, n_hits: usize) -> (Vec<Scored>, bool) {
 mod tests {
     use super::*;
 
-    fn hit(sess: u64, doc: u64, score: f64) -> Scored {
-        Scored {
-            sess,
-            doc,
-            turn_ordinal: 1,
-            score,
-        }
-    }
-
     #[test]
     fn test_one_session_cannot_take_the_page_but_fills_what_others_leave() {
         let scored: Vec<Scored> = (0..8)
-            .map(|i| hit(1, i, 10.0 - i as f64))
-            .chain([hit(2, 100, 1.0), hit(3, 200, 0.5)])
+            .map(|i| Scored::of(1, i, 10.0 - i as f64))
+            .chain([Scored::of(2, 100, 1.0), Scored::of(3, 200, 0.5)])
             .collect();
         let (page, more) = page(scored.clone(), 5);
         let docs: Vec<u64> = page.iter().map(|h| h.doc).collect();

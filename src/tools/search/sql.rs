@@ -88,6 +88,18 @@ impl ScoreShape {
     }
 }
 
+/// Each session's BM25 score for the query over all its events of the searched types: a term's
+/// counts are summed over the session first, and no length is normalised (a session that says
+/// more about the question is the likelier answer).
+pub(super) const SESSION_SCORE_SQL: &str = "
+SELECT sess, sum(transform(term, {terms:Array(UInt64)}, {idfs:Array(Float64)}, 0.) * n * ({k1:Float64} + 1) / (n + {k1:Float64})) AS score
+FROM (
+    SELECT sess, term, sum(tf) AS n FROM postings
+    WHERE term IN {terms:Array(UInt64)} AND sess IN {sessions:Array(UInt64)} AND kind IN {kinds:Array(UInt8)}
+    GROUP BY sess, term
+)
+GROUP BY sess";
+
 /// One scored document.
 #[derive(Debug, Clone, clickhouse::Row, Deserialize)]
 pub(super) struct Scored {
@@ -95,6 +107,19 @@ pub(super) struct Scored {
     pub doc: u64,
     pub turn_ordinal: u32,
     pub score: f64,
+}
+
+#[cfg(test)]
+impl Scored {
+    /// A scored document of turn 1.
+    pub(super) fn of(sess: u64, doc: u64, score: f64) -> Self {
+        Self {
+            sess,
+            doc,
+            turn_ordinal: 1,
+            score,
+        }
+    }
 }
 
 /// The hits' events (with text for snippets), their turns and their sessions, in one statement

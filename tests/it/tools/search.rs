@@ -765,3 +765,62 @@ async fn events_a_search_leaves_out_do_not_weigh_in_its_statistics() {
     server.stop().await;
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// A session whose events together hold the whole question lifts its hits above a session
+/// where one event matches a part of it alone; with `bm25.session_weight` at 0, events rank by
+/// their own scores only.
+#[tokio::test]
+async fn a_session_holding_the_whole_question_ranks_above_one_matching_part_of_it() {
+    let (mut config, db) = common::fresh_db().await;
+    let dir = std::env::temp_dir().join(format!("moraine-whole-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let write = |id: &str, prompts: &[&str]| {
+        let lines: String = prompts
+            .iter()
+            .enumerate()
+            .map(|(i, prompt)| {
+                json!({"type": "user", "sessionId": id, "uuid": format!("{id}-{i}"),
+                       "timestamp": format!("2026-05-01T00:0{i}:00.000Z"),
+                       "message": {"role": "user", "content": prompt}})
+                .to_string()
+                    + "\n"
+            })
+            .collect();
+        std::fs::write(dir.join(format!("{id}.jsonl")), lines).unwrap();
+    };
+    write("part", &["quillon brastle showed up in logs"]);
+    write(
+        "whole",
+        &[
+            "quillon brastle on the staging cluster again",
+            "fenwick stayed up all night",
+            "marrow kept growing",
+        ],
+    );
+    write("noise", &["nothing to see", "still nothing here"]);
+    common::ingest_paths(&config, &db, &dir).await;
+    let query = json!({"query": "quillon brastle fenwick marrow"});
+    let first_title = |e: &Value| hits(e)[0]["session"]["title"].as_str().unwrap().to_owned();
+
+    let server = TestServer::start(config.clone(), db.clone()).await;
+    let mut c = Mcp::legacy(&server.mcp_url, None).await;
+    let e = c.ok("search_sessions", query.clone()).await;
+    assert!(first_title(&e).starts_with("quillon brastle on"), "{e}");
+    // Still a BM25 page: scores descending, the best 1.0.
+    let scores: Vec<f64> = hits(&e)
+        .iter()
+        .map(|h| h["score"].as_f64().unwrap())
+        .collect();
+    assert_eq!(scores[0], 1.0);
+    assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
+    server.stop().await;
+
+    config.bm25.session_weight = 0.0;
+    let server = TestServer::start(config, db).await;
+    let mut c = Mcp::legacy(&server.mcp_url, None).await;
+    let e = c.ok("search_sessions", query).await;
+    assert_eq!(first_title(&e), "quillon brastle showed up in logs", "{e}");
+    server.stop().await;
+    std::fs::remove_dir_all(&dir).unwrap();
+}
