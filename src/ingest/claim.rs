@@ -10,8 +10,9 @@
 //!
 //! Within one source, a second log holding a stored session's ID with other content (Gemini
 //! CLI saves a sub-agent's chat under its parent's ID) is a session of its own under it, as
-//! local discovery already makes it (see [`crate::harness::Identity::under`]); a copy takes the session
-//! over, as a renamed or replaced log does.
+//! local discovery already makes it (see [`crate::harness::Identity::under`]), written apart in
+//! turn when another source stored a session of that ID; a copy takes the session over, as a
+//! renamed or replaced log does.
 
 use std::collections::HashMap;
 
@@ -34,15 +35,66 @@ struct Held {
     received: u64,
 }
 
+/// Who holds some sessions: the source of each one's row, and the logs written to them (a
+/// session whose logs hold no event yet has no row, and is held by their source all the same).
+struct Holders {
+    owners: HashMap<u64, String>,
+    held: Vec<Held>,
+}
+
+impl Holders {
+    async fn read(db: &Db, keys: &[u64], deadline: std::time::Instant) -> Result<Self, DbError> {
+        let owners = db
+            .read(
+                "ingest_claim_owners",
+                "SELECT session_key, argMax(source, version) FROM sessions \
+                 WHERE session_key IN {keys:Array(UInt64)} GROUP BY session_key",
+            )
+            .param("keys", keys)
+            .fetch_all::<(u64, String)>(db, deadline)
+            .await?
+            .into_iter()
+            .collect();
+        let held = db
+            .read(
+                "ingest_claim_logs",
+                "SELECT file_key, session_key, toString(source) AS source, generation, received \
+                 FROM ingest_checkpoints FINAL WHERE session_key IN {keys:Array(UInt64)}",
+            )
+            .param("keys", keys)
+            .fetch_all(db, deadline)
+            .await?;
+        Ok(Self { owners, held })
+    }
+
+    /// Whether a source other than `source` holds session `key`.
+    fn elsewhere(&self, key: u64, source: &str) -> bool {
+        match self.owners.get(&key) {
+            Some(owner) => owner != source,
+            None => self
+                .held
+                .iter()
+                .any(|h| h.session_key == key && h.source != source),
+        }
+    }
+
+    /// Whether `source`, and no other, holds session `key`.
+    fn only(&self, key: u64, source: &str) -> bool {
+        let held = self.owners.contains_key(&key) || self.held.iter().any(|h| h.session_key == key);
+        held && !self.elsewhere(key, source)
+    }
+}
+
 /// The key a log of `source` uses for session `native_id` when another source holds it. What
 /// is hashed starts with a byte no session key's input has (0xFF is never in UTF-8, and a
-/// harness name comes first there) and gives the ID's length, so no session ID a log holds,
-/// whatever bytes it spells, names another source's apart key.
+/// harness name comes first there), ends the harness name with a NUL and gives the ID's length,
+/// so no session ID a log holds, whatever bytes it spells, names another source's apart key.
 pub fn apart_key(file: &LogFile, native_id: &str) -> u64 {
     let harness = file.harness.as_str();
     let mut bytes = Vec::with_capacity(harness.len() + native_id.len() + file.source.len() + 10);
     bytes.push(0xFF);
     bytes.extend_from_slice(harness.as_bytes());
+    bytes.push(0);
     bytes.extend_from_slice(&(native_id.len() as u64).to_le_bytes());
     bytes.extend_from_slice(native_id.as_bytes());
     bytes.extend_from_slice(file.source.as_bytes());
@@ -50,7 +102,8 @@ pub fn apart_key(file: &LogFile, native_id: &str) -> u64 {
 }
 
 /// The apart key of stores written before [`apart_key`] had inputs of its own: a log already
-/// written there stays, and no new log is ever written there.
+/// written there stays, and a new log of its source joins it while that source alone holds it
+/// (another source's log may have taken the key, by a session ID that spells it).
 fn shared_apart_key(file: &LogFile, native_id: &str) -> u64 {
     files::session_key(file.harness, &format!("{native_id}\u{0}{}", file.source))
 }
@@ -98,46 +151,32 @@ async fn claim_chunk(
     if new.is_empty() {
         return Ok(());
     }
-    let keys: Vec<u64> = new.iter().map(|&i| files[i].session_key).collect();
-    let owners: HashMap<u64, String> = db
-        .read(
-            "ingest_claim_owners",
-            "SELECT session_key, argMax(source, version) FROM sessions \
-             WHERE session_key IN {keys:Array(UInt64)} GROUP BY session_key",
-        )
-        .param("keys", &keys)
-        .fetch_all::<(u64, String)>(db, deadline)
-        .await?
-        .into_iter()
+    // Each log's session, and the old form of its apart key (see `shared_apart_key`).
+    let keys: Vec<u64> = new
+        .iter()
+        .flat_map(|&i| {
+            let file = &files[i];
+            [file.session_key, shared_apart_key(file, &file.native_id)]
+        })
         .collect();
-    // The logs already written to these sessions: a session whose logs have no event yet has
-    // no row, and is held by their source all the same.
-    let held: Vec<Held> = db
-        .read(
-            "ingest_claim_logs",
-            "SELECT file_key, session_key, toString(source) AS source, generation, received \
-             FROM ingest_checkpoints FINAL WHERE session_key IN {keys:Array(UInt64)}",
-        )
-        .param("keys", &keys)
-        .fetch_all(db, deadline)
-        .await?;
+    let holders = Holders::read(db, &keys, deadline).await?;
     for i in new {
         let file = &mut files[i];
         let native_id = file.native_id.clone();
-        let held_elsewhere = match owners.get(&file.session_key) {
-            Some(owner) => *owner != file.source,
-            None => held
-                .iter()
-                .any(|h| h.session_key == file.session_key && h.source != file.source),
-        };
-        if held_elsewhere {
-            file.session_key = apart_key(file, &native_id);
+        if holders.elsewhere(file.session_key, &file.source) {
+            // A session this source already holds apart under the old form stays its own.
+            let shared = shared_apart_key(file, &native_id);
+            file.session_key = if holders.only(shared, &file.source) {
+                shared
+            } else {
+                apart_key(file, &native_id)
+            };
             continue;
         }
         let Some(head) = heads.and_then(|h| h.get(i)) else {
             continue;
         };
-        let other = held.iter().find(|h| {
+        let other = holders.held.iter().find(|h| {
             h.session_key == file.session_key
                 && h.source == file.source
                 && h.file_key != file.file_key
@@ -156,7 +195,14 @@ async fn claim_chunk(
                     native_id,
                     subagent,
                 } = Identity::under(&native_id, &file.path);
-                file.session_key = files::session_key(file.harness, &native_id);
+                // Any log can name the session under this one: another source's stays its.
+                let under = files::session_key(file.harness, &native_id);
+                let under_held = Holders::read(db, &[under], deadline).await?;
+                file.session_key = if under_held.elsewhere(under, &file.source) {
+                    apart_key(file, &native_id)
+                } else {
+                    under
+                };
                 file.native_id = native_id;
                 file.subagent = subagent;
             }

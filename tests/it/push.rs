@@ -1155,7 +1155,7 @@ async fn a_push_while_searches_run_gives_way_to_them_and_stores_everything() {
     server.stop().await;
 }
 
-/// Sessions of `source` as a reader limited to it sees them: native ID → event count.
+/// Sessions as the reader with `token` sees them: source, title and ID → event count.
 /// A log another laptop named first, before it held a whole event, is that laptop's: a log of
 /// the same session with events from elsewhere is written apart, so the first laptop's
 /// `replace` never retracts it.
@@ -1271,6 +1271,122 @@ async fn a_session_id_never_names_where_another_sources_copy_is_written_apart() 
     server.stop().await;
 }
 
+/// A log of a session its source already stored, with other content, is a session of its own
+/// under that one (`X/<file stem>`); when another source already stored a session of that ID,
+/// the log is written apart, never into the other source's session.
+#[tokio::test]
+async fn a_session_under_anothers_is_never_written_into_a_session_another_source_named() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/codex/rollout-2026-03-02T09-14-07-23435693-bfda-4cfd-8fa1-17c536123c31.jsonl");
+    let session_id = "23435693-bfda-4cfd-8fa1-17c536123c31";
+    let log = std::fs::read_to_string(&fixture).unwrap();
+    let (a, b) = (scratch("under-a"), scratch("under-b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    std::fs::write(a.join("first.jsonl"), &log).unwrap();
+    // Bob's log says its session is the one Alice's second log of the session will be under.
+    let spelled = log.replacen(session_id, &format!("{session_id}/second"), 1);
+    std::fs::write(b.join("spelled.jsonl"), &spelled).unwrap();
+    let (settings, db) = fresh_db().await;
+    let server = TestServer::start(team(settings), db.clone()).await;
+    let codex = |dir: &Path| {
+        let (logs, problems) = files::from_paths(
+            &[dir.to_owned()],
+            Some(moraine_mcp::vocab::Harness::Codex),
+            None,
+        );
+        assert!(problems.is_empty(), "{problems:?}");
+        logs
+    };
+    let (alice, bob) = (client(&server, ALICE), client(&server, BOB));
+    let pushed = push::push_logs(&alice, &codex(&a), 1 << 20, false)
+        .await
+        .unwrap();
+    assert_eq!((pushed.sent, pushed.failed), (1, 0));
+    let pushed = push::push_logs(&bob, &codex(&b), 1 << 20, false)
+        .await
+        .unwrap();
+    assert_eq!((pushed.sent, pushed.failed), (1, 0));
+    // Alice's second log of the session, with other content (its last line changed), pushed
+    // on its own: only the server knows it is not the session's first log.
+    let mut lines: Vec<&str> = log.lines().collect();
+    let last = lines.pop().unwrap().replace("\"type\"", "\"type\" ");
+    let elsewhere = scratch("under-a2");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::write(
+        elsewhere.join("second.jsonl"),
+        lines.join("\n") + "\n" + &last + "\n",
+    )
+    .unwrap();
+    let pushed = push::push_logs(&alice, &codex(&elsewhere), 1 << 20, false)
+        .await
+        .unwrap();
+    assert_eq!((pushed.sent, pushed.failed), (1, 0));
+    let theirs = sessions_seen(&server, ALICE_READER).await;
+    assert_eq!(theirs.len(), 2, "{theirs:?}");
+    assert_eq!(sessions_seen(&server, READER).await.len(), 3);
+    // Bob's log is replaced: Alice's sessions stay whole.
+    std::fs::write(
+        b.join("spelled.jsonl"),
+        spelled.lines().next().unwrap().to_owned() + "\n",
+    )
+    .unwrap();
+    let replaced = push::push_logs(&bob, &codex(&b), 1 << 20, false)
+        .await
+        .unwrap();
+    assert_eq!(replaced.failed, 0);
+    assert_eq!(sessions_seen(&server, ALICE_READER).await, theirs);
+    assert_statistics_exact(&snapshot(&db).await);
+    assert_no_duplicates(&db).await;
+    server.stop().await;
+}
+
+/// A source whose copy of another's session was written apart under the old form of the apart
+/// key (the session ID, a NUL and the source, as a session ID spelling it gives too) keeps
+/// writing its copies there while it alone holds that session.
+#[tokio::test]
+async fn copies_written_apart_under_the_old_key_stay_together() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/codex/rollout-2026-03-02T09-14-07-23435693-bfda-4cfd-8fa1-17c536123c31.jsonl");
+    let session_id = "23435693-bfda-4cfd-8fa1-17c536123c31";
+    let log = std::fs::read_to_string(&fixture).unwrap();
+    let (a, b, c) = (
+        scratch("old-key-a"),
+        scratch("old-key-b"),
+        scratch("old-key-c"),
+    );
+    for dir in [&a, &b, &c] {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    std::fs::write(b.join("x.jsonl"), &log).unwrap();
+    // Alice's earlier copy, at the old apart key.
+    let old = log.replacen(session_id, &format!("{session_id}\\u0000alice"), 1);
+    std::fs::write(a.join("old.jsonl"), &old).unwrap();
+    std::fs::write(c.join("x.jsonl"), &log).unwrap();
+    let (settings, db) = fresh_db().await;
+    let server = TestServer::start(team(settings), db.clone()).await;
+    let codex = |dir: &Path| {
+        let (logs, problems) = files::from_paths(
+            &[dir.to_owned()],
+            Some(moraine_mcp::vocab::Harness::Codex),
+            None,
+        );
+        assert!(problems.is_empty(), "{problems:?}");
+        logs
+    };
+    for (token, dir) in [(BOB, &b), (ALICE, &a), (ALICE, &c)] {
+        let pushed = push::push_logs(&client(&server, token), &codex(dir), 1 << 20, false)
+            .await
+            .unwrap();
+        assert_eq!((pushed.sent, pushed.failed), (1, 0));
+    }
+    // Alice's new copy joined her old one: one session of hers.
+    assert_eq!(sessions_seen(&server, ALICE_READER).await.len(), 1);
+    assert_eq!(sessions_seen(&server, READER).await.len(), 2);
+    assert_statistics_exact(&snapshot(&db).await);
+    server.stop().await;
+}
+
 async fn sessions_seen(
     server: &TestServer,
     token: &str,
@@ -1300,9 +1416,10 @@ async fn sessions_seen(
         );
         seen.insert(
             format!(
-                "{} {}",
+                "{} {} ({})",
                 session["source"].as_str().unwrap(),
-                session["title"].as_str().unwrap()
+                session["title"].as_str().unwrap(),
+                listed["id"].as_str().unwrap()
             ),
             events,
         );
