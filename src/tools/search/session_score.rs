@@ -7,7 +7,7 @@ use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::time::Instant;
 
-use super::sql::{SESSION_SCORE_SQL, Scored};
+use super::sql::{SESSION_TERMS_SQL, Scored};
 use crate::tools::context::Context;
 use crate::tools::envelope::ToolError;
 
@@ -32,19 +32,47 @@ pub(super) async fn weigh(
     if weight == 0.0 || sessions.len() < 2 {
         return Ok(scored);
     }
-    let by_session: HashMap<u64, f64> = ctx
+    let counts: Vec<(u64, u64, u64)> = match ctx
         .db
-        .read("search_session_score", SESSION_SCORE_SQL)
+        .read("search_session_terms", SESSION_TERMS_SQL)
         .param("terms", asked.hashes)
-        .param("idfs", asked.idfs)
         .param("kinds", asked.kinds)
         .param("sessions", &sessions)
-        .param("k1", ctx.config.bm25.k1)
-        .fetch_all::<(u64, f64)>(&ctx.db, deadline)
-        .await?
-        .into_iter()
-        .collect();
+        .fetch_all(&ctx.db, deadline)
+        .await
+    {
+        Ok(counts) => counts,
+        // The hits stand on their own scores: a lift that cannot be read is left out, and the
+        // reads after it report a backend that is down.
+        Err(error) => {
+            tracing::warn!(%error, "session scores not read; hits ranked by their events alone");
+            return Ok(scored);
+        }
+    };
+    let by_session = session_scores(asked, &counts, ctx.config.bm25.k1);
     Ok(lift(scored, &by_session, weight))
+}
+
+/// Each session's BM25 score for the query from its term counts (`(session, term, count)`): a
+/// term's counts are summed over the session, and no length is normalised, since a session that
+/// says more about the question is the likelier answer. Summed here, in the query's term order,
+/// so equal inputs give bit-equal scores whatever order the rows arrive in.
+fn session_scores(asked: &Asked<'_>, counts: &[(u64, u64, u64)], k1: f64) -> HashMap<u64, f64> {
+    let mut by_session: HashMap<u64, Vec<f64>> = HashMap::new();
+    for &(sess, term, n) in counts {
+        let Some(at) = asked.hashes.iter().position(|h| *h == term) else {
+            continue;
+        };
+        let n = n as f64;
+        let parts = by_session
+            .entry(sess)
+            .or_insert_with(|| vec![0.0; asked.hashes.len()]);
+        parts[at] = asked.idfs[at] * n * (k1 + 1.0) / (n + k1);
+    }
+    by_session
+        .into_iter()
+        .map(|(sess, parts)| (sess, parts.iter().sum()))
+        .collect()
 }
 
 /// Each hit's score plus `weight` × the best hit's score × its session's share of the best
@@ -103,6 +131,25 @@ mod tests {
             order(&lift(scored.clone(), &HashMap::new(), 0.4)),
             order(&scored)
         );
+    }
+
+    #[test]
+    fn test_session_scores_sum_each_terms_counts_whatever_the_row_order() {
+        let asked = Asked {
+            hashes: &[7, 8, 9],
+            idfs: &[1.0, 2.0, 0.5],
+            kinds: &[1],
+        };
+        let rows = [(1, 7, 1), (1, 8, 3), (2, 9, 2), (1, 42, 5)];
+        let scores = session_scores(&asked, &rows, 1.0);
+        // 1 × 1·2/2 + 2 × 3·2/4; a term the query does not hold counts nothing.
+        assert_eq!(scores[&1], 4.0);
+        assert_eq!(scores[&2], 0.5 * 2.0 * 2.0 / 3.0);
+        let mut reversed = rows;
+        reversed.reverse();
+        assert_eq!(session_scores(&asked, &reversed, 1.0), scores);
+        // k1 = 0: each term counts its IDF once, however often it occurs.
+        assert_eq!(session_scores(&asked, &rows, 0.0)[&1], 3.0);
     }
 
     #[test]

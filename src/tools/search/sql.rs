@@ -88,17 +88,12 @@ impl ScoreShape {
     }
 }
 
-/// Each session's BM25 score for the query over all its events of the searched types: a term's
-/// counts are summed over the session first, and no length is normalised (a session that says
-/// more about the question is the likelier answer).
-pub(super) const SESSION_SCORE_SQL: &str = "
-SELECT sess, sum(transform(term, {terms:Array(UInt64)}, {idfs:Array(Float64)}, 0.) * n * ({k1:Float64} + 1) / (n + {k1:Float64})) AS score
-FROM (
-    SELECT sess, term, sum(tf) AS n FROM postings
-    WHERE term IN {terms:Array(UInt64)} AND sess IN {sessions:Array(UInt64)} AND kind IN {kinds:Array(UInt8)}
-    GROUP BY sess, term
-)
-GROUP BY sess";
+/// How often each of the query's terms occurs in each of some sessions, over their events of the
+/// searched types (see `session_score`).
+pub(super) const SESSION_TERMS_SQL: &str = "
+SELECT sess, term, sum(tf) AS n FROM postings
+WHERE term IN {terms:Array(UInt64)} AND sess IN {sessions:Array(UInt64)} AND kind IN {kinds:Array(UInt8)}
+GROUP BY sess, term";
 
 /// One scored document.
 #[derive(Debug, Clone, clickhouse::Row, Deserialize)]
