@@ -79,6 +79,27 @@ fn logs_under(dir: &Path) -> Vec<files::LogFile> {
     logs
 }
 
+/// A Codex log whose session ID comes from its content (not its file name), and that ID.
+fn codex_log() -> (String, &'static str) {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/codex/rollout-2026-03-02T09-14-07-23435693-bfda-4cfd-8fa1-17c536123c31.jsonl");
+    (
+        std::fs::read_to_string(fixture).unwrap(),
+        "23435693-bfda-4cfd-8fa1-17c536123c31",
+    )
+}
+
+/// The Codex logs under `dir`.
+fn codex_logs(dir: &Path) -> Vec<files::LogFile> {
+    let (logs, problems) = files::from_paths(
+        &[dir.to_owned()],
+        Some(moraine_mcp::vocab::Harness::Codex),
+        None,
+    );
+    assert!(problems.is_empty(), "{problems:?}");
+    logs
+}
+
 /// What a local ingest of `dirs` stores, as a snapshot (the reference for pushes).
 async fn local_reference(dirs: &[&Path]) -> common::Snapshot {
     let (config, db) = fresh_db().await;
@@ -1210,14 +1231,11 @@ async fn a_session_another_laptop_named_first_without_an_event_is_not_shared() {
 /// are written apart to.
 #[tokio::test]
 async fn a_session_id_never_names_where_another_sources_copy_is_written_apart() {
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/codex/rollout-2026-03-02T09-14-07-23435693-bfda-4cfd-8fa1-17c536123c31.jsonl");
-    let session_id = "23435693-bfda-4cfd-8fa1-17c536123c31";
-    let log = std::fs::read_to_string(&fixture).unwrap();
+    let (log, session_id) = codex_log();
     let (a, b) = (scratch("apart-id-a"), scratch("apart-id-b"));
     for dir in [&a, &b] {
         std::fs::create_dir_all(dir).unwrap();
-        std::fs::write(dir.join(fixture.file_name().unwrap()), &log).unwrap();
+        std::fs::write(dir.join("rollout.jsonl"), &log).unwrap();
     }
     // Bob's second log says its session is the ID, a NUL and "alice".
     let spelled = log.replacen(session_id, &format!("{session_id}\\u0000alice"), 1);
@@ -1225,23 +1243,14 @@ async fn a_session_id_never_names_where_another_sources_copy_is_written_apart() 
     std::fs::write(b.join("spelled.jsonl"), &spelled).unwrap();
     let (settings, db) = fresh_db().await;
     let server = TestServer::start(team(settings), db.clone()).await;
-    let codex = |dir: &Path| {
-        let (logs, problems) = files::from_paths(
-            &[dir.to_owned()],
-            Some(moraine_mcp::vocab::Harness::Codex),
-            None,
-        );
-        assert!(problems.is_empty(), "{problems:?}");
-        logs
-    };
     let bob = client(&server, BOB);
-    let pushed = push::push_logs(&bob, &codex(&b), 1 << 20, false)
+    let pushed = push::push_logs(&bob, &codex_logs(&b), 1 << 20, false)
         .await
         .unwrap();
     assert_eq!((pushed.sent, pushed.failed), (2, 0));
     // Alice's copy of Bob's session is written apart.
     let alice = client(&server, ALICE);
-    let pushed = push::push_logs(&alice, &codex(&a), 1 << 20, false)
+    let pushed = push::push_logs(&alice, &codex_logs(&a), 1 << 20, false)
         .await
         .unwrap();
     assert_eq!((pushed.sent, pushed.failed), (1, 0));
@@ -1255,7 +1264,7 @@ async fn a_session_id_never_names_where_another_sources_copy_is_written_apart() 
         spelled.lines().next().unwrap().to_owned() + "\n",
     )
     .unwrap();
-    let replaced = push::push_logs(&bob, &codex(&b), 1 << 20, false)
+    let replaced = push::push_logs(&bob, &codex_logs(&b), 1 << 20, false)
         .await
         .unwrap();
     assert_eq!(replaced.failed, 0);
@@ -1276,10 +1285,7 @@ async fn a_session_id_never_names_where_another_sources_copy_is_written_apart() 
 /// the log is written apart, never into the other source's session.
 #[tokio::test]
 async fn a_session_under_anothers_is_never_written_into_a_session_another_source_named() {
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/codex/rollout-2026-03-02T09-14-07-23435693-bfda-4cfd-8fa1-17c536123c31.jsonl");
-    let session_id = "23435693-bfda-4cfd-8fa1-17c536123c31";
-    let log = std::fs::read_to_string(&fixture).unwrap();
+    let (log, session_id) = codex_log();
     let (a, b) = (scratch("under-a"), scratch("under-b"));
     std::fs::create_dir_all(&a).unwrap();
     std::fs::create_dir_all(&b).unwrap();
@@ -1289,21 +1295,12 @@ async fn a_session_under_anothers_is_never_written_into_a_session_another_source
     std::fs::write(b.join("spelled.jsonl"), &spelled).unwrap();
     let (settings, db) = fresh_db().await;
     let server = TestServer::start(team(settings), db.clone()).await;
-    let codex = |dir: &Path| {
-        let (logs, problems) = files::from_paths(
-            &[dir.to_owned()],
-            Some(moraine_mcp::vocab::Harness::Codex),
-            None,
-        );
-        assert!(problems.is_empty(), "{problems:?}");
-        logs
-    };
     let (alice, bob) = (client(&server, ALICE), client(&server, BOB));
-    let pushed = push::push_logs(&alice, &codex(&a), 1 << 20, false)
+    let pushed = push::push_logs(&alice, &codex_logs(&a), 1 << 20, false)
         .await
         .unwrap();
     assert_eq!((pushed.sent, pushed.failed), (1, 0));
-    let pushed = push::push_logs(&bob, &codex(&b), 1 << 20, false)
+    let pushed = push::push_logs(&bob, &codex_logs(&b), 1 << 20, false)
         .await
         .unwrap();
     assert_eq!((pushed.sent, pushed.failed), (1, 0));
@@ -1318,7 +1315,7 @@ async fn a_session_under_anothers_is_never_written_into_a_session_another_source
         lines.join("\n") + "\n" + &last + "\n",
     )
     .unwrap();
-    let pushed = push::push_logs(&alice, &codex(&elsewhere), 1 << 20, false)
+    let pushed = push::push_logs(&alice, &codex_logs(&elsewhere), 1 << 20, false)
         .await
         .unwrap();
     assert_eq!((pushed.sent, pushed.failed), (1, 0));
@@ -1331,7 +1328,7 @@ async fn a_session_under_anothers_is_never_written_into_a_session_another_source
         spelled.lines().next().unwrap().to_owned() + "\n",
     )
     .unwrap();
-    let replaced = push::push_logs(&bob, &codex(&b), 1 << 20, false)
+    let replaced = push::push_logs(&bob, &codex_logs(&b), 1 << 20, false)
         .await
         .unwrap();
     assert_eq!(replaced.failed, 0);
@@ -1346,10 +1343,7 @@ async fn a_session_under_anothers_is_never_written_into_a_session_another_source
 /// writing its copies there while it alone holds that session.
 #[tokio::test]
 async fn copies_written_apart_under_the_old_key_stay_together() {
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/codex/rollout-2026-03-02T09-14-07-23435693-bfda-4cfd-8fa1-17c536123c31.jsonl");
-    let session_id = "23435693-bfda-4cfd-8fa1-17c536123c31";
-    let log = std::fs::read_to_string(&fixture).unwrap();
+    let (log, session_id) = codex_log();
     let (a, b, c) = (
         scratch("old-key-a"),
         scratch("old-key-b"),
@@ -1365,17 +1359,8 @@ async fn copies_written_apart_under_the_old_key_stay_together() {
     std::fs::write(c.join("x.jsonl"), &log).unwrap();
     let (settings, db) = fresh_db().await;
     let server = TestServer::start(team(settings), db.clone()).await;
-    let codex = |dir: &Path| {
-        let (logs, problems) = files::from_paths(
-            &[dir.to_owned()],
-            Some(moraine_mcp::vocab::Harness::Codex),
-            None,
-        );
-        assert!(problems.is_empty(), "{problems:?}");
-        logs
-    };
     for (token, dir) in [(BOB, &b), (ALICE, &a), (ALICE, &c)] {
-        let pushed = push::push_logs(&client(&server, token), &codex(dir), 1 << 20, false)
+        let pushed = push::push_logs(&client(&server, token), &codex_logs(dir), 1 << 20, false)
             .await
             .unwrap();
         assert_eq!((pushed.sent, pushed.failed), (1, 0));
