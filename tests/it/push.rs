@@ -100,6 +100,28 @@ fn codex_logs(dir: &Path) -> Vec<files::LogFile> {
     logs
 }
 
+/// Pushes the Codex logs under `dir` as `client`: how many were sent, and how many failed.
+async fn push_codex(client: &Client, dir: &Path) -> (usize, usize) {
+    let pushed = push::push_logs(client, &codex_logs(dir), 1 << 20, false)
+        .await
+        .unwrap();
+    (pushed.sent, pushed.failed)
+}
+
+/// Replaces the log `name` under `dir` with its first line (a session with no event) and
+/// pushes `dir` again as `client`.
+async fn cut_to_first_line_and_push(client: &Client, dir: &Path, name: &str) {
+    let path = dir.join(name);
+    let first = std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap()
+        .to_owned();
+    std::fs::write(&path, first + "\n").unwrap();
+    assert_eq!(push_codex(client, dir).await.1, 0);
+}
+
 /// What a local ingest of `dirs` stores, as a snapshot (the reference for pushes).
 async fn local_reference(dirs: &[&Path]) -> common::Snapshot {
     let (config, db) = fresh_db().await;
@@ -1244,30 +1266,16 @@ async fn a_session_id_never_names_where_another_sources_copy_is_written_apart() 
     let (settings, db) = fresh_db().await;
     let server = TestServer::start(team(settings), db.clone()).await;
     let bob = client(&server, BOB);
-    let pushed = push::push_logs(&bob, &codex_logs(&b), 1 << 20, false)
-        .await
-        .unwrap();
-    assert_eq!((pushed.sent, pushed.failed), (2, 0));
+    assert_eq!(push_codex(&bob, &b).await, (2, 0));
     // Alice's copy of Bob's session is written apart.
     let alice = client(&server, ALICE);
-    let pushed = push::push_logs(&alice, &codex_logs(&a), 1 << 20, false)
-        .await
-        .unwrap();
-    assert_eq!((pushed.sent, pushed.failed), (1, 0));
+    assert_eq!(push_codex(&alice, &a).await, (1, 0));
     let theirs = sessions_seen(&server, ALICE_READER).await;
     assert_eq!(theirs.len(), 1, "{theirs:?}");
     let events = *theirs.values().next().unwrap();
     assert!(theirs.keys().all(|k| k.starts_with("alice ")), "{theirs:?}");
     // Bob's spelled log is replaced: Alice's session stays whole.
-    std::fs::write(
-        b.join("spelled.jsonl"),
-        spelled.lines().next().unwrap().to_owned() + "\n",
-    )
-    .unwrap();
-    let replaced = push::push_logs(&bob, &codex_logs(&b), 1 << 20, false)
-        .await
-        .unwrap();
-    assert_eq!(replaced.failed, 0);
+    cut_to_first_line_and_push(&bob, &b, "spelled.jsonl").await;
     assert_eq!(sessions_seen(&server, ALICE_READER).await, theirs);
     let everyone = sessions_seen(&server, READER).await;
     assert_eq!(everyone.len(), 3, "{everyone:?}");
@@ -1296,14 +1304,8 @@ async fn a_session_under_anothers_is_never_written_into_a_session_another_source
     let (settings, db) = fresh_db().await;
     let server = TestServer::start(team(settings), db.clone()).await;
     let (alice, bob) = (client(&server, ALICE), client(&server, BOB));
-    let pushed = push::push_logs(&alice, &codex_logs(&a), 1 << 20, false)
-        .await
-        .unwrap();
-    assert_eq!((pushed.sent, pushed.failed), (1, 0));
-    let pushed = push::push_logs(&bob, &codex_logs(&b), 1 << 20, false)
-        .await
-        .unwrap();
-    assert_eq!((pushed.sent, pushed.failed), (1, 0));
+    assert_eq!(push_codex(&alice, &a).await, (1, 0));
+    assert_eq!(push_codex(&bob, &b).await, (1, 0));
     // Alice's second log of the session, with other content (its last line changed), pushed
     // on its own: only the server knows it is not the session's first log.
     let mut lines: Vec<&str> = log.lines().collect();
@@ -1315,23 +1317,12 @@ async fn a_session_under_anothers_is_never_written_into_a_session_another_source
         lines.join("\n") + "\n" + &last + "\n",
     )
     .unwrap();
-    let pushed = push::push_logs(&alice, &codex_logs(&elsewhere), 1 << 20, false)
-        .await
-        .unwrap();
-    assert_eq!((pushed.sent, pushed.failed), (1, 0));
+    assert_eq!(push_codex(&alice, &elsewhere).await, (1, 0));
     let theirs = sessions_seen(&server, ALICE_READER).await;
     assert_eq!(theirs.len(), 2, "{theirs:?}");
     assert_eq!(sessions_seen(&server, READER).await.len(), 3);
     // Bob's log is replaced: Alice's sessions stay whole.
-    std::fs::write(
-        b.join("spelled.jsonl"),
-        spelled.lines().next().unwrap().to_owned() + "\n",
-    )
-    .unwrap();
-    let replaced = push::push_logs(&bob, &codex_logs(&b), 1 << 20, false)
-        .await
-        .unwrap();
-    assert_eq!(replaced.failed, 0);
+    cut_to_first_line_and_push(&bob, &b, "spelled.jsonl").await;
     assert_eq!(sessions_seen(&server, ALICE_READER).await, theirs);
     assert_statistics_exact(&snapshot(&db).await);
     assert_no_duplicates(&db).await;
@@ -1360,10 +1351,7 @@ async fn copies_written_apart_under_the_old_key_stay_together() {
     let (settings, db) = fresh_db().await;
     let server = TestServer::start(team(settings), db.clone()).await;
     for (token, dir) in [(BOB, &b), (ALICE, &a), (ALICE, &c)] {
-        let pushed = push::push_logs(&client(&server, token), &codex_logs(dir), 1 << 20, false)
-            .await
-            .unwrap();
-        assert_eq!((pushed.sent, pushed.failed), (1, 0));
+        assert_eq!(push_codex(&client(&server, token), dir).await, (1, 0));
     }
     // Alice's new copy joined her old one: one session of hers.
     assert_eq!(sessions_seen(&server, ALICE_READER).await.len(), 1);
