@@ -384,6 +384,9 @@ pub struct Bm25Config {
     /// How much a global search's hit gains from its session's score for the whole query (its
     /// events' term counts summed), relative to the best hit; 0 ranks hits by their own event.
     pub session_weight: f64,
+    /// Weight of the words a question's expressions stand for in the thesaurus of coding talk
+    /// (`login` for `sign in`), relative to the words it was asked in; 0 asks for none.
+    pub related_weight: f64,
 }
 
 impl Default for Bm25Config {
@@ -392,6 +395,7 @@ impl Default for Bm25Config {
             k1: 0.9,
             b: 0.75,
             session_weight: 0.4,
+            related_weight: 0.3,
         }
     }
 }
@@ -1027,6 +1031,12 @@ impl Bm25Config {
             return Err(ConfigError::invalid(
                 "bm25.session_weight",
                 "must be between 0 and 10",
+            ));
+        }
+        if !(self.related_weight.is_finite() && (0.0..=1.0).contains(&self.related_weight)) {
+            return Err(ConfigError::invalid(
+                "bm25.related_weight",
+                "must be between 0 and 1",
             ));
         }
         Ok(())

@@ -13,6 +13,7 @@ mod session_score;
 mod snippet;
 mod spread;
 mod sql;
+mod thesaurus;
 mod tiers;
 pub(crate) mod wire;
 
@@ -252,7 +253,8 @@ impl Tool for SearchSessions {
         let sla_target_ms = scope.sla_target(&ctx.config.sla, ctx.stats.documents());
         let mut warnings = Vec::new();
         let max_terms = ctx.config.tools.max_query_terms;
-        let (weighted, cut) = query::weighted_terms(&request.query, max_terms);
+        let (weighted, cut) =
+            query::weighted_terms(&request.query, max_terms, ctx.config.bm25.related_weight);
         if cut > 0 {
             warnings.push(format!(
                 "the query has {} distinct terms; only the first {max_terms} were used",

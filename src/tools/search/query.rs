@@ -1,5 +1,7 @@
-//! How a question becomes weighted query terms: English function words set aside, and the
-//! light stem and common abbreviations of each plain word added at a lower weight. Weights
+//! How a question becomes weighted query terms: English function words set aside, the light
+//! stem of each plain word added at a lower weight, and the terms its expressions stand for in
+//! the [`thesaurus`] of coding talk (`login` for `sign in`, `javascript` for `js`) at a lower
+//! weight still. Weights
 //! scale each term's IDF, so BM25 and the impact tiers' bounds see them alike. The index holds
 //! an inflected word's stem beside it (`redirects`, `~redirect`; see [`crate::tokenize`]), so
 //! `redirect` asks for `~redirect` too, and `redirects` for `~redirect` and `redirect`: every
@@ -8,10 +10,10 @@
 //! ranks above one with parts only, and weighing parts less measured worse on every kind of
 //! question in `moraine-mcp eval`.)
 
+use super::thesaurus;
 use crate::tokenize::{Form, STEM_MARK, Stem, for_each_token, is_function_word, is_plain, stem_of};
 
-/// Weight of a word's other forms (`~redirect` and `redirect` for `redirects`) and of its
-/// usual synonym.
+/// Weight of a word's other forms (`~redirect` and `redirect` for `redirects`).
 const VARIANT_WEIGHT: f64 = 0.6;
 
 /// A query term and how much it counts.
@@ -27,9 +29,14 @@ pub(super) struct QueryTerm {
 }
 
 /// The weighted terms of `query`, at most `max_terms` of them: written terms first (function
-/// words left out unless nothing else is asked), then their variants. Returns the terms and
-/// how many written terms were left out for the bound.
-pub(super) fn weighted_terms(query: &str, max_terms: usize) -> (Vec<QueryTerm>, usize) {
+/// words left out unless nothing else is asked), then their other forms, then the terms
+/// related to its expressions (and their other forms) at `related_weight`, none at 0. Returns
+/// the terms and how many written terms were left out for the bound.
+pub(super) fn weighted_terms(
+    query: &str,
+    max_terms: usize,
+    related_weight: f64,
+) -> (Vec<QueryTerm>, usize) {
     let mut tokens: Vec<(String, std::ops::Range<usize>)> = Vec::new();
     for_each_token(query, |term, span, form| {
         if form == Form::Written && !tokens.iter().any(|(t, _)| t == term) {
@@ -90,7 +97,7 @@ pub(super) fn weighted_terms(query: &str, max_terms: usize) -> (Vec<QueryTerm>, 
         } else {
             Vec::new()
         };
-        for form in forms.into_iter().chain(synonyms_of(&word.term)) {
+        for form in forms {
             let known = written.iter().chain(&variants).any(|t| t.term == form);
             if !known {
                 variants.push(QueryTerm {
@@ -99,6 +106,26 @@ pub(super) fn weighted_terms(query: &str, max_terms: usize) -> (Vec<QueryTerm>, 
                     written: false,
                     part_of: Vec::new(),
                 });
+            }
+        }
+    }
+    if related_weight > 0.0 {
+        for term in thesaurus::related_terms(query) {
+            let forms = if is_plain(&term) {
+                other_forms(&term)
+            } else {
+                Vec::new()
+            };
+            for form in std::iter::once(term).chain(forms) {
+                let known = written.iter().chain(&variants).any(|t| t.term == form);
+                if !known {
+                    variants.push(QueryTerm {
+                        term: form,
+                        weight: related_weight,
+                        written: false,
+                        part_of: Vec::new(),
+                    });
+                }
             }
         }
     }
@@ -140,52 +167,12 @@ fn other_forms(word: &str) -> Vec<String> {
     forms
 }
 
-/// The usual long or short form of a common abbreviation, and that form's other forms.
-fn synonyms_of(word: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for (a, b) in SYNONYMS {
-        let other = if *a == word {
-            b
-        } else if *b == word {
-            a
-        } else {
-            continue;
-        };
-        out.push((*other).to_owned());
-        out.extend(other_forms(other));
-    }
-    out
-}
-
-/// Abbreviations agents and people use for the same thing, each pair both ways.
-const SYNONYMS: &[(&str, &str)] = &[
-    ("js", "javascript"),
-    ("ts", "typescript"),
-    ("py", "python"),
-    ("db", "database"),
-    ("k8s", "kubernetes"),
-    ("auth", "authentication"),
-    ("config", "configuration"),
-    ("repo", "repository"),
-    ("env", "environment"),
-    ("deps", "dependencies"),
-    ("dep", "dependency"),
-    ("dir", "directory"),
-    ("perf", "performance"),
-    ("msg", "message"),
-    ("err", "error"),
-    ("pr", "pull"),
-    ("ci", "pipeline"),
-    ("hash", "checksum"),
-    ("timeout", "timed"),
-];
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn terms(query: &str) -> Vec<(String, f64)> {
-        weighted_terms(query, 32)
+        weighted_terms(query, 32, 0.0)
             .0
             .into_iter()
             .map(|t| (t.term, t.weight))
@@ -193,7 +180,7 @@ mod tests {
     }
 
     fn wholes_of(query: &str, term: &str) -> Vec<String> {
-        let (terms, _) = weighted_terms(query, 32);
+        let (terms, _) = weighted_terms(query, 32, 0.0);
         terms.into_iter().find(|t| t.term == term).unwrap().part_of
     }
 
@@ -264,7 +251,7 @@ mod tests {
     }
 
     #[test]
-    fn test_other_forms_and_abbreviations() {
+    fn test_other_forms_and_their_bound() {
         assert_eq!(
             terms("Releases"),
             owned(&[
@@ -280,15 +267,41 @@ mod tests {
         );
         // Identifiers and acronyms are asked for exactly.
         assert_eq!(terms("ReleaseNotes RELEASES").len(), 4);
-        assert_eq!(
-            synonyms_of("deps"),
-            ["dependencies", "~dependenci", "dependency"]
-        );
-        assert_eq!(synonyms_of("js"), ["javascript", "~javascript"]);
-        assert!(synonyms_of("javascript").contains(&"js".to_owned()));
-        assert!(synonyms_of("v1").is_empty());
-        let (bounded, cut) = weighted_terms("alpha beta gamma delta", 3);
+        let (bounded, cut) = weighted_terms("alpha beta gamma delta", 3, 0.0);
         assert_eq!(cut, 1);
         assert_eq!(bounded.len(), 3);
+    }
+
+    #[test]
+    fn test_related_terms_come_last_at_their_weight_with_their_other_forms() {
+        let asked = weighted_terms("js deps", 32, 0.3).0;
+        let weight_of = |term: &str| asked.iter().find(|t| t.term == term).map(|t| t.weight);
+        assert_eq!(weight_of("js"), Some(1.0));
+        assert_eq!(weight_of("deps"), Some(1.0));
+        assert_eq!(weight_of("javascript"), Some(0.3));
+        assert_eq!(weight_of("dependencies"), Some(0.3));
+        assert_eq!(weight_of("~dependenci"), Some(0.3));
+        assert!(
+            asked[2..]
+                .iter()
+                .all(|t| !t.written && t.part_of.is_empty())
+        );
+        // A related term written in the question keeps its written weight, once.
+        let asked = weighted_terms("js javascript", 32, 0.3).0;
+        assert_eq!(asked.iter().filter(|t| t.term == "javascript").count(), 1);
+        assert_eq!(asked[1].weight, 1.0);
+        // At weight 0, and for identifiers, none are asked.
+        let asks = |query: &str, weight: f64, term: &str| {
+            weighted_terms(query, 32, weight)
+                .0
+                .iter()
+                .any(|t| t.term == term)
+        };
+        assert!(!asks("js deps", 0.0, "javascript"));
+        assert!(!asks("js_deps", 0.3, "javascript"));
+        // Related terms count against the bound after every written term.
+        let (bounded, cut) = weighted_terms("js deps", 3, 0.3);
+        assert_eq!((bounded.len(), cut), (3, 0));
+        assert!(bounded[0].written && bounded[1].written && !bounded[2].written);
     }
 }

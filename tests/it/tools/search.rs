@@ -694,6 +694,33 @@ async fn a_word_finds_its_inflections_and_ranks_its_own_form_first() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A question in other words than the session's reaches it through the thesaurus of coding
+/// talk; the words as written still rank first, and an identifier is not read as words.
+#[tokio::test]
+async fn a_question_in_other_words_finds_the_session_through_the_thesaurus() {
+    let slow = "the build is slow on the laptop";
+    let sluggish = "sluggish build on the laptop";
+    let login = "login fails with a cookie error";
+    let hotfix = "release notes for the hotfix";
+    let (server, mut c, dir) =
+        server_with_prompts("thesaurus", &[slow, sluggish, login, hotfix]).await;
+    let e = c.ok("search_sessions", json!({"query": "sluggish"})).await;
+    assert_eq!(titles(&e), [sluggish, slow], "{e}");
+    let e = c
+        .ok(
+            "search_sessions",
+            json!({"query": "why does sign in fail?"}),
+        )
+        .await;
+    assert_eq!(titles(&e), [login], "{e}");
+    let e = c
+        .ok("search_sessions", json!({"query": "sign_in_page"}))
+        .await;
+    assert!(titles(&e).is_empty(), "{e}");
+    server.stop().await;
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[tokio::test]
 async fn events_a_search_leaves_out_do_not_weigh_in_its_statistics() {
     // `zephyr` is in one prompt and in a dozen tool calls; `quokka` in two prompts. Counted over
