@@ -1274,6 +1274,11 @@ mod tests {
         let mut config = Settings::default();
         config.bm25.b = 2.0;
         assert_rejected_naming(&config, "bm25.b");
+        for weight in [1.5, -0.1, f64::NAN] {
+            let mut config = Settings::default();
+            config.bm25.related_weight = weight;
+            assert_rejected_naming(&config, "bm25.related_weight");
+        }
 
         let mut config = Settings::default();
         config.server.listen = "0.0.0.0:8080".parse().unwrap();

@@ -1,7 +1,6 @@
 //! How a question becomes weighted query terms: English function words set aside, the light
 //! stem of each plain word added at a lower weight, and the terms its expressions stand for in
-//! the [`thesaurus`] of coding talk (`login` for `sign in`, `javascript` for `js`) at a lower
-//! weight still. Weights
+//! the [`thesaurus`] of coding talk (`login` for `sign in`) at a lower weight still. Weights
 //! scale each term's IDF, so BM25 and the impact tiers' bounds see them alike. The index holds
 //! an inflected word's stem beside it (`redirects`, `~redirect`; see [`crate::tokenize`]), so
 //! `redirect` asks for `~redirect` too, and `redirects` for `~redirect` and `redirect`: every
@@ -83,7 +82,22 @@ pub(super) fn weighted_terms(
         .collect();
     let cut = written.len().saturating_sub(max_terms);
     written.truncate(max_terms);
+    let room = max_terms.saturating_sub(written.len());
     let mut variants: Vec<QueryTerm> = Vec::new();
+    let add = |term: String, weight: f64, variants: &mut Vec<QueryTerm>| {
+        let known = written
+            .iter()
+            .chain(variants.iter())
+            .any(|t| t.term == term);
+        if !known && variants.len() < room {
+            variants.push(QueryTerm {
+                term,
+                weight,
+                written: false,
+                part_of: Vec::new(),
+            });
+        }
+    };
     for word in written
         .iter()
         .filter(|t| t.part_of.is_empty() && !is_function_word(&t.term))
@@ -92,44 +106,25 @@ pub(super) fn weighted_terms(
             .iter()
             .find(|(t, _)| *t == word.term)
             .is_some_and(|(_, span)| is_plain(&query[span.clone()]) && !is_flag(query, span));
-        let forms = if plain {
-            other_forms(&word.term)
-        } else {
-            Vec::new()
-        };
-        for form in forms {
-            let known = written.iter().chain(&variants).any(|t| t.term == form);
-            if !known {
-                variants.push(QueryTerm {
-                    term: form,
-                    weight: VARIANT_WEIGHT,
-                    written: false,
-                    part_of: Vec::new(),
-                });
+        if plain {
+            for form in other_forms(&word.term) {
+                add(form, VARIANT_WEIGHT, &mut variants);
             }
         }
     }
     if related_weight > 0.0 {
-        for term in thesaurus::related_terms(query) {
-            let forms = if is_plain(&term) {
-                other_forms(&term)
-            } else {
-                Vec::new()
-            };
-            for form in std::iter::once(term).chain(forms) {
-                let known = written.iter().chain(&variants).any(|t| t.term == form);
-                if !known {
-                    variants.push(QueryTerm {
-                        term: form,
-                        weight: related_weight,
-                        written: false,
-                        part_of: Vec::new(),
-                    });
-                }
+        // A related word's inflections are asked through its marked stem alone: guessing its
+        // base forms as well would spend the bound on terms the corpus mostly lacks.
+        for term in thesaurus::related_terms(query, room) {
+            let stem = is_plain(&term)
+                .then(|| other_forms(&term).into_iter().next())
+                .flatten();
+            add(term, related_weight, &mut variants);
+            if let Some(stem) = stem {
+                add(stem, related_weight, &mut variants);
             }
         }
     }
-    variants.truncate(max_terms.saturating_sub(written.len()));
     written.extend(variants);
     (written, cut)
 }
@@ -299,9 +294,20 @@ mod tests {
         };
         assert!(!asks("js deps", 0.0, "javascript"));
         assert!(!asks("js_deps", 0.3, "javascript"));
-        // Related terms count against the bound after every written term.
-        let (bounded, cut) = weighted_terms("js deps", 3, 0.3);
-        assert_eq!((bounded.len(), cut), (3, 0));
-        assert!(bounded[0].written && bounded[1].written && !bounded[2].written);
+        // Related terms count against the bound after every written term and other form.
+        let bounded: Vec<String> = weighted_terms("js", 3, 0.3)
+            .0
+            .into_iter()
+            .map(|t| t.term)
+            .collect();
+        assert_eq!(bounded, ["js", "javascript", "~javascript"]);
+        // A related word's inflections are asked through its marked stem alone.
+        let asked = weighted_terms("deps", 32, 0.3).0;
+        assert!(
+            asked
+                .iter()
+                .any(|t| t.term == "dependency" && t.weight == 0.3)
+        );
+        assert!(!asked.iter().any(|t| t.term == "dependencye"));
     }
 }

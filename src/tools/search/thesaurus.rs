@@ -2,18 +2,19 @@
 //! `login`; `sluggish`, `slow`), so a question asked in other words than its session used
 //! still reaches the session's words.
 //!
-//! An expression matches a question when its words appear there in a row, compared by their
-//! light stems (`crashed on launch` matches `crash on launch`). The question then also asks for
-//! the group's other expressions of one word or compound (`sign-in`, `oom`), at a lower weight
-//! (see [`super::query`]). Expressions of several words are matched but not asked for: a
-//! search holds no phrases, and their words alone are mostly common ones (`log output` would
-//! ask for `output`), which measured worse in `moraine-mcp eval`. The groups live in
-//! `thesaurus.txt`, one per line (`a | b | c`); they are read once.
+//! An expression matches a question when its words appear there in a row, a word of the
+//! question matching an expression's word as written or as an inflection of it (`crashed on
+//! launching` matches `crash on launch`; `times` does not match `timed`, nor `https` `http`).
+//! The question then also asks for the group's expressions of one word or compound (`sign-in`,
+//! `oom`), at a lower weight (see [`super::query`]). Expressions of several words are matched
+//! but not asked for: a search holds no phrases, and their words alone are mostly common ones
+//! (`log output` would ask for `output`), which measured worse in `moraine-mcp eval`. The
+//! groups live in `thesaurus.txt`, one per line (`a | b | c`); they are read once.
 
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
-use crate::tokenize::{Form, for_each_token, is_function_word, stem_of};
+use crate::tokenize::{Form, STEM_MARK, for_each_token, is_function_word, stem_of};
 
 /// The groups, one per line, expressions separated by `|`; `#` starts a comment line.
 const SOURCE: &str = include_str!("thesaurus.txt");
@@ -23,11 +24,37 @@ const MAX_EXPRESSION_WORDS: usize = 6;
 
 static THESAURUS: LazyLock<Thesaurus> = LazyLock::new(|| Thesaurus::parse(SOURCE));
 
+/// A word as matching compares it.
+#[derive(Debug, Clone, PartialEq)]
+struct Word {
+    /// Folded to lower case, apostrophes left out (`can't` → `cant`).
+    text: String,
+    /// For a question's word, its light stem if it is inflected (`crashed` → `crash`); for an
+    /// expression's word, its light stem if it is not (`crash`, `release` → `releas`). Equal
+    /// stems match an inflection to its base form, never two inflections or two base forms to
+    /// each other (`times` and `timed` share a stem, as do `http` and `https`).
+    stem: Option<String>,
+}
+
+impl Word {
+    /// Whether this word of a question matches `expression`'s word.
+    fn matches(&self, expression: &Self) -> bool {
+        self.text == expression.text || (self.stem.is_some() && self.stem == expression.stem)
+    }
+
+    /// The keys under which an expression starting with this word is found, or which a
+    /// question's word looks up: its text, and its stem marked apart.
+    fn keys(&self) -> impl Iterator<Item = String> + '_ {
+        std::iter::once(self.text.clone())
+            .chain(self.stem.iter().map(|s| format!("{STEM_MARK}{s}")))
+    }
+}
+
 /// The groups, ready to match.
 #[derive(Debug, Default)]
 struct Thesaurus {
-    /// Each expression's word keys and its group, listed under its first key.
-    by_first: HashMap<String, Vec<(Vec<String>, usize)>>,
+    /// Each expression's words and its group, listed under the keys of its first word.
+    by_first: HashMap<String, Vec<(Vec<Word>, usize)>>,
     /// Each group's terms: its expressions of one word or compound, as the index holds them.
     groups: Vec<Vec<String>>,
 }
@@ -39,45 +66,61 @@ impl Thesaurus {
             if line.is_empty() || line.starts_with('#') {
                 continue;
             }
-            let expressions: Vec<Vec<String>> = line
-                .split('|')
-                .map(keys)
-                .filter(|keys| (1..=MAX_EXPRESSION_WORDS).contains(&keys.len()))
-                .collect();
-            let terms: Vec<String> = line.split('|').filter_map(index_term).collect();
+            let mut expressions: Vec<Vec<Word>> = Vec::new();
+            let mut terms: Vec<String> = Vec::new();
+            for expression in line.split('|') {
+                let words = words(expression, false);
+                if !(1..=MAX_EXPRESSION_WORDS).contains(&words.len()) {
+                    continue;
+                }
+                expressions.push(words);
+                terms.extend(index_term(expression).filter(|t| !terms.contains(t)));
+            }
             // A group asks only for its words and compounds: one of phrases alone asks nothing.
             if expressions.len() < 2 || terms.is_empty() {
                 continue;
             }
             let group = thesaurus.groups.len();
-            for keys in expressions {
-                thesaurus
-                    .by_first
-                    .entry(keys[0].clone())
-                    .or_default()
-                    .push((keys, group));
+            for words in expressions {
+                for key in words[0].keys() {
+                    thesaurus
+                        .by_first
+                        .entry(key)
+                        .or_default()
+                        .push((words.clone(), group));
+                }
             }
             thesaurus.groups.push(terms);
         }
         thesaurus
     }
 
-    /// The terms of the groups of every expression found in `text`, in the order found,
-    /// without repeats.
-    fn related(&self, text: &str) -> Vec<String> {
-        let words = keys(text);
+    /// The terms of the groups of the expressions found in `text`, in the order found, without
+    /// repeats, at most `limit` of them.
+    fn related(&self, text: &str, limit: usize) -> Vec<String> {
+        let words = words(text, true);
         let mut out: Vec<String> = Vec::new();
         for at in 0..words.len() {
-            let Some(candidates) = self.by_first.get(&words[at]) else {
-                continue;
-            };
-            for (expression, group) in candidates {
-                if !words[at..].starts_with(expression) {
+            for key in words[at].keys() {
+                let Some(candidates) = self.by_first.get(&key) else {
                     continue;
-                }
-                for term in &self.groups[*group] {
-                    if !out.contains(term) {
-                        out.push(term.clone());
+                };
+                for (expression, group) in candidates {
+                    let found = words.len() - at >= expression.len()
+                        && words[at..]
+                            .iter()
+                            .zip(expression)
+                            .all(|(w, e)| w.matches(e));
+                    if !found {
+                        continue;
+                    }
+                    for term in &self.groups[*group] {
+                        if out.len() == limit {
+                            return out;
+                        }
+                        if !out.contains(term) {
+                            out.push(term.clone());
+                        }
                     }
                 }
             }
@@ -86,24 +129,31 @@ impl Thesaurus {
     }
 }
 
-/// The terms of `question`'s expressions' groups in the thesaurus (see the module's doc);
-/// the question's own words among them are the caller's to skip.
-pub(super) fn related_terms(question: &str) -> Vec<String> {
-    THESAURUS.related(question)
+/// The terms of `question`'s expressions' groups in the thesaurus (see the module's doc), at
+/// most `limit`; the question's own words among them are the caller's to skip.
+pub(super) fn related_terms(question: &str, limit: usize) -> Vec<String> {
+    THESAURUS.related(question, limit)
 }
 
-/// The words of `text` as matching keys: runs of ASCII letters, digits and `_` (so an
-/// identifier is one word and never matches plain words), folded to lower case, each a plain
-/// word's light stem where it has one.
-fn keys(text: &str) -> Vec<String> {
-    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .filter(|w| !w.is_empty())
+/// The words of `text`: runs of letters, digits, `_`, `.` and apostrophes, so that an
+/// identifier, a file name or a version is one word and never matches plain words
+/// (`sign_in_page`, `.net`, `node.js`), while a hyphen or a slash parts words (`sign-in` is
+/// `sign in`). A trailing dot (a sentence's end) and apostrophes are left out.
+fn words(text: &str, question: bool) -> Vec<Word> {
+    text.split(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '.' | '\'' | '\u{2019}')))
         .map(|w| {
-            let w = w.to_ascii_lowercase();
-            match stem_of(&w) {
-                Some(stem) => stem.stem,
-                None => w,
-            }
+            w.trim_end_matches('.')
+                .chars()
+                .filter(|c| !matches!(c, '\'' | '\u{2019}'))
+                .flat_map(char::to_lowercase)
+                .collect::<String>()
+        })
+        .filter(|w| !w.is_empty())
+        .map(|text| {
+            let stem = stem_of(&text)
+                .filter(|stem| stem.inflected == question)
+                .map(|stem| stem.stem);
+            Word { text, stem }
         })
         .collect()
 }
@@ -132,39 +182,83 @@ mod tests {
              sign in | Login | log in | sign-in\n\
              \n\
              lonely\n\
-             sluggish | slow | takes forever\n",
+             sluggish | slow | takes forever\n\
+             timeout | timed\n\
+             .net | dotnet\n\
+             can't connect | econnrefused\n\
+             pr | pull request\n",
         )
+    }
+
+    fn related(question: &str) -> Vec<String> {
+        sample().related(question, 32)
     }
 
     #[test]
     fn test_a_phrase_found_in_a_row_asks_for_its_groups_words_and_compounds() {
-        let t = sample();
-        assert_eq!(t.related("Why did the app crash on launch?"), ["segfault"]);
-        // Inflections meet under their stem.
-        assert_eq!(t.related("it crashed on launching"), ["segfault"]);
+        assert_eq!(related("Why did the app crash on launch?"), ["segfault"]);
         assert_eq!(
-            t.related("bouncing at the sign-in page"),
+            related("bouncing at the sign-in page"),
             ["login", "sign-in"]
         );
-        // Words not in a row, or inside an identifier, match nothing.
-        assert!(t.related("crash later on launch").is_empty());
-        assert!(t.related("sign_in_page").is_empty());
+        assert_eq!(related("I can’t connect"), ["econnrefused"]);
+        assert_eq!(related("a .NET app"), ["dotnet"]);
+        // Words not in a row match nothing.
+        assert!(related("crash later on launch").is_empty());
     }
 
     #[test]
-    fn test_several_expressions_add_their_groups_once_in_order() {
+    fn test_an_inflection_matches_its_base_form_and_nothing_else() {
+        assert_eq!(related("it crashed on launching"), ["segfault"]);
+        assert_eq!(related("the request timed out"), ["timeout", "timed"]);
+        // `times` and `timed` share a stem, but neither is the other's base form.
+        assert!(related("compile times").is_empty());
+    }
+
+    #[test]
+    fn test_identifiers_paths_and_other_scripts_are_not_read_as_words() {
+        assert!(related("sign_in_page").is_empty());
+        assert!(related("go net/http").is_empty());
+        assert!(related("Prüfung der Daten").is_empty());
+        assert!(related("pr.yml").is_empty());
+        assert_eq!(related("open a PR."), ["pr"]);
+    }
+
+    #[test]
+    fn test_several_expressions_add_their_groups_once_in_order_up_to_the_limit() {
         let t = sample();
         assert_eq!(
-            t.related("sluggish login, slow login"),
+            t.related("sluggish login, slow login", 32),
             ["sluggish", "slow", "login", "sign-in"]
         );
-        // A line of one expression is no group.
-        assert_eq!(t.groups.len(), 3);
+        assert_eq!(
+            t.related("sluggish login", 3),
+            ["sluggish", "slow", "login"]
+        );
+        // A line of one expression is no group, nor one of phrases alone.
+        assert_eq!(t.groups.len(), 7);
+        assert!(Thesaurus::parse("log output | log lines").groups.is_empty());
     }
 
     #[test]
-    fn test_the_shipped_thesaurus_parses_into_groups_that_ask_for_terms() {
-        assert!(THESAURUS.groups.len() > 500);
-        assert!(THESAURUS.groups.iter().all(|g| !g.is_empty()));
+    fn test_every_line_of_the_shipped_thesaurus_is_a_group_that_asks_for_terms() {
+        let lines: Vec<&str> = SOURCE
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .collect();
+        for line in &lines {
+            assert!(
+                line.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || " |.-_'".contains(c)),
+                "{line}"
+            );
+            assert!(
+                line.split('|')
+                    .all(|e| (1..=MAX_EXPRESSION_WORDS).contains(&words(e, false).len())),
+                "{line}"
+            );
+        }
+        assert_eq!(THESAURUS.groups.len(), lines.len());
     }
 }
