@@ -181,11 +181,11 @@ async fn ingest_whose_engine_is_killed_fails_and_a_rerun_converges() {
     assert!(said.contains("clickhouse"), "{said}");
     up.wait_healthy(Duration::from_secs(60)).await;
     let output = run().output().unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let rerun_said = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{rerun_said}");
+    // Shown only if the test fails: which recovery paths the rerun took (repair, retractions,
+    // rebuilds) is what tells apart the ways a killed insert can leave the store.
+    eprintln!("first run:\n{said}\nrerun:\n{rerun_said}");
     let mut settings = config_for(&up.engine_url);
     settings.clickhouse.database = "moraine".into();
     let config = settings.validate().unwrap();
