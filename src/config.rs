@@ -1021,24 +1021,10 @@ impl ToolsConfig {
 
 impl Bm25Config {
     fn validate(&self) -> Result<(), ConfigError> {
-        if !(self.k1.is_finite() && (0.0..=10.0).contains(&self.k1)) {
-            return Err(ConfigError::invalid("bm25.k1", "must be between 0 and 10"));
-        }
-        if !(self.b.is_finite() && (0.0..=1.0).contains(&self.b)) {
-            return Err(ConfigError::invalid("bm25.b", "must be between 0 and 1"));
-        }
-        if !(self.session_weight.is_finite() && (0.0..=10.0).contains(&self.session_weight)) {
-            return Err(ConfigError::invalid(
-                "bm25.session_weight",
-                "must be between 0 and 10",
-            ));
-        }
-        if !(self.related_weight.is_finite() && (0.0..=1.0).contains(&self.related_weight)) {
-            return Err(ConfigError::invalid(
-                "bm25.related_weight",
-                "must be between 0 and 1",
-            ));
-        }
+        within("bm25.k1", self.k1, 0.0..=10.0)?;
+        within("bm25.b", self.b, 0.0..=1.0)?;
+        within("bm25.session_weight", self.session_weight, 0.0..=10.0)?;
+        within("bm25.related_weight", self.related_weight, 0.0..=1.0)?;
         Ok(())
     }
 }
@@ -1134,10 +1120,11 @@ fn is_http_url(text: &str) -> bool {
     text.starts_with("http://") || text.starts_with("https://")
 }
 
-fn within(
+/// `value` lies in `range` (a NaN lies in none).
+fn within<T: PartialOrd + std::fmt::Display>(
     key: &str,
-    value: usize,
-    range: std::ops::RangeInclusive<usize>,
+    value: T,
+    range: std::ops::RangeInclusive<T>,
 ) -> Result<(), ConfigError> {
     if !range.contains(&value) {
         return Err(ConfigError::invalid(

@@ -116,9 +116,7 @@ pub(super) fn weighted_terms(
         // A related word's inflections are asked through its marked stem alone: guessing its
         // base forms as well would spend the bound on terms the corpus mostly lacks.
         for term in thesaurus::related_terms(query, room) {
-            let stem = is_plain(&term)
-                .then(|| other_forms(&term).into_iter().next())
-                .flatten();
+            let stem = marked_stem(&term);
             add(term, related_weight, &mut variants);
             if let Some(stem) = stem {
                 add(stem, related_weight, &mut variants);
@@ -160,6 +158,11 @@ fn other_forms(word: &str) -> Vec<String> {
     }
     forms.retain(|form| form != word);
     forms
+}
+
+/// The term under which the index holds a plain word's inflections (`redirect` → `~redirect`).
+fn marked_stem(word: &str) -> Option<String> {
+    stem_of(word).map(|Stem { stem, .. }| format!("{STEM_MARK}{stem}"))
 }
 
 #[cfg(test)]
