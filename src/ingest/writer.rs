@@ -232,7 +232,7 @@ pub(crate) async fn retract(db: &Db, retraction: &Retraction) -> Result<(), DbEr
             .param("l", after_line)
             .fetch_all(db, db.default_deadline())
             .await?;
-        delete_postings(db, "retract_postings", Some(session_key), &docs).await?;
+        delete_postings(db, "retract_postings", session_key, &docs).await?;
     } else {
         // One statement, whose subquery sees exactly what this server stores.
         db.delete(
@@ -289,29 +289,24 @@ pub(crate) async fn retract(db: &Db, retraction: &Retraction) -> Result<(), DbEr
 /// How many documents' postings one statement deletes: their keys travel in the request.
 const DOCS_PER_DELETE: usize = 10_000;
 
-/// Deletes the postings of `docs` (all of session `session`, if given), on a cluster: the
-/// documents are named by value, not by a subquery over events (see [`Db::delete`]).
+/// Deletes the postings of session `session`'s documents `docs`, on a cluster: the documents
+/// are named by value, not by a subquery over events (see [`Db::delete`]).
 async fn delete_postings(
     db: &Db,
     name: &'static str,
-    session: Option<u64>,
+    session: u64,
     docs: &[u64],
 ) -> Result<(), DbError> {
     for chunk in docs.chunks(DOCS_PER_DELETE) {
-        let statement = match session {
-            Some(s) => db
-                .delete(
-                    name,
-                    "postings",
-                    "sess = {s:UInt64} AND doc IN {d:Array(UInt64)}",
-                )
-                .param("s", s),
-            None => db.delete(name, "postings", "doc IN {d:Array(UInt64)}"),
-        };
-        statement
-            .param("d", chunk)
-            .execute(db, db.default_deadline())
-            .await?;
+        db.delete(
+            name,
+            "postings",
+            "sess = {s:UInt64} AND doc IN {d:Array(UInt64)}",
+        )
+        .param("s", session)
+        .param("d", chunk)
+        .execute(db, db.default_deadline())
+        .await?;
     }
     Ok(())
 }
@@ -455,10 +450,13 @@ where
 /// totals read one after another.
 pub async fn repair_statistics(db: &Db) -> Result<bool, DbError> {
     let deadline = db.default_deadline();
-    let orphans: Vec<u64> = db
+    // An event key is unique within its session only (two sessions can hold an event of the
+    // same time and place): a document is its session and its key.
+    let orphans: Vec<(u64, u64)> = db
         .read(
             "statistics_orphans",
-            "SELECT DISTINCT doc FROM postings WHERE doc NOT IN (SELECT event_key FROM events)",
+            "SELECT DISTINCT sess, doc FROM postings \
+             WHERE (sess, doc) NOT IN (SELECT session_key, event_key FROM events) ORDER BY sess",
         )
         .fetch_all(db, deadline)
         .await?;
@@ -468,12 +466,15 @@ pub async fn repair_statistics(db: &Db) -> Result<bool, DbError> {
             "dropping postings of events that were not stored"
         );
         if db.on_cluster() {
-            delete_postings(db, "statistics_orphans", None, &orphans).await?;
+            for session in orphans.chunk_by(|a, b| a.0 == b.0) {
+                let docs: Vec<u64> = session.iter().map(|&(_, doc)| doc).collect();
+                delete_postings(db, "statistics_orphans", session[0].0, &docs).await?;
+            }
         } else {
             db.delete(
                 "statistics_orphans",
                 "postings",
-                "doc NOT IN (SELECT event_key FROM events)",
+                "(sess, doc) NOT IN (SELECT session_key, event_key FROM events)",
             )
             .execute(db, deadline)
             .await?;

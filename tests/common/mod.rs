@@ -745,8 +745,10 @@ impl Snapshot {
     }
 }
 
-/// The statistics equal what the postings imply: no double counting, nothing lost.
+/// The statistics equal what the postings imply, and the postings index exactly the stored
+/// events: no double counting, nothing lost.
 pub fn assert_statistics_exact(s: &Snapshot) {
+    assert_postings_index_the_events(s);
     let mut df: BTreeMap<(u64, u8), i64> = BTreeMap::new();
     for posting in &s.postings {
         *df.entry((posting.0, posting.5 % 128)).or_default() += 1;
@@ -761,6 +763,50 @@ pub fn assert_statistics_exact(s: &Snapshot) {
     }
     let corpus: Vec<(u8, i64, i64)> = corpus.into_iter().map(|(k, (n, l))| (k, n, l)).collect();
     assert_eq!(s.corpus, corpus);
+}
+
+/// Each term of a document is posted once, every posting names a stored searchable event, and
+/// every searchable event with words has postings. Says how many postings break which rule, so
+/// a failure tells a store that holds a batch twice from one that lost a batch.
+pub fn assert_postings_index_the_events(s: &Snapshot) {
+    use std::collections::{HashMap, HashSet};
+    // An event key is unique within its session only: documents are named by both.
+    let mut seen: HashSet<(u64, u64, u64)> = HashSet::with_capacity(s.postings.len());
+    let mut posted: HashMap<(u64, u64), usize> = HashMap::new();
+    let mut twice = Vec::new();
+    for p in &s.postings {
+        if !seen.insert((p.0, p.1, p.2)) {
+            twice.push(p);
+        }
+        *posted.entry((p.1, p.2)).or_default() += 1;
+    }
+    let searchable: HashSet<(u64, u64)> = s
+        .events
+        .iter()
+        .filter(|e| e.8)
+        .map(|e| (e.0, e.1))
+        .collect();
+    let orphans: Vec<&(u64, u64)> = posted.keys().filter(|d| !searchable.contains(d)).collect();
+    let unindexed: Vec<(u64, u64)> = s
+        .events
+        .iter()
+        .filter(|e| e.8 && e.7 > 0 && !posted.contains_key(&(e.0, e.1)))
+        .map(|e| (e.0, e.1))
+        .collect();
+    assert!(
+        twice.is_empty() && orphans.is_empty() && unindexed.is_empty(),
+        "the postings do not index the events: {} postings stored twice (first {:?}), {} \
+         documents posted that are no searchable event (first {:?}), {} searchable events \
+         without postings (first {:?}); {} postings, {} events",
+        twice.len(),
+        twice.first(),
+        orphans.len(),
+        orphans.first(),
+        unindexed.len(),
+        unindexed.first(),
+        s.postings.len(),
+        s.events.len(),
+    );
 }
 
 /// Writes `sessions` Claude Code sessions under `dir`, each of `turns` turns whose prompts and

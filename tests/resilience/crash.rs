@@ -96,7 +96,9 @@ async fn ingest_killed_at_any_point_and_run_again_stores_exactly_one_clean_run()
 async fn clean_run(dir: &std::path::Path) -> Snapshot {
     let (settings, db) = fresh_db().await;
     ingest_paths(&settings, &db, dir).await;
-    snapshot(&db).await
+    let clean = snapshot(&db).await;
+    assert_statistics_exact(&clean);
+    clean
 }
 
 /// A killed run's last insert can land after the next run read its checkpoints (the engine
@@ -185,7 +187,10 @@ async fn ingest_whose_engine_is_killed_fails_and_a_rerun_converges() {
     assert!(output.status.success(), "{rerun_said}");
     // Shown only if the test fails: which recovery paths the rerun took (repair, retractions,
     // rebuilds) is what tells apart the ways a killed insert can leave the store.
-    eprintln!("first run:\n{said}\nrerun:\n{rerun_said}");
+    eprintln!(
+        "first run:\n{said}\nrerun:\n{rerun_said}\nengine log:\n{}",
+        up.engine_log_tail(200)
+    );
     let mut settings = config_for(&up.engine_url);
     settings.clickhouse.database = "moraine".into();
     let config = settings.validate().unwrap();
@@ -198,11 +203,14 @@ async fn ingest_whose_engine_is_killed_fails_and_a_rerun_converges() {
 
 /// An engine that died inside an event insert may have stored the postings of the insert (and
 /// the statistics the other views add) without its events: the checkpoint did not move, so the
-/// next run writes those events again, and their postings must not be there twice.
+/// next run writes those events again, and their postings must not be there twice. An event key
+/// is unique within its session only: another session stored whole holds events under the
+/// same keys as the orphans, and must neither hide them nor lose its own postings.
 #[tokio::test]
 async fn postings_stored_without_their_events_are_dropped_before_the_next_run() {
     let dir = scratch("orphans");
     write_sessions(&dir, 0x0f0f, 3, 5, "orphanword");
+    write_sessions(&dir, 0x0f10, 1, 5, "orphanword");
     let (whole_settings, whole) = fresh_db().await;
     ingest_paths(&whole_settings, &whole, &dir).await;
     let clean = snapshot(&whole).await;
@@ -213,11 +221,12 @@ async fn postings_stored_without_their_events_are_dropped_before_the_next_run() 
     // What the died insert stored of the last turn: its postings and the views' statistics.
     for sql in [
         "INSERT INTO term_df SELECT term, toUInt8(kind % 128) AS t, toInt64(count()) FROM {whole:Identifier}.postings \
-         WHERE doc NOT IN (SELECT event_key FROM events) GROUP BY term, t",
+         WHERE (sess, doc) NOT IN (SELECT session_key, event_key FROM events) GROUP BY term, t",
         "INSERT INTO corpus_stats SELECT toUInt8(event_type) AS t, toInt64(count()), toInt64(sum(doc_len)) \
-         FROM {whole:Identifier}.events WHERE event_key NOT IN (SELECT event_key FROM events) AND searchable GROUP BY t",
+         FROM {whole:Identifier}.events WHERE (session_key, event_key) NOT IN (SELECT session_key, event_key FROM events) \
+         AND searchable GROUP BY t",
         "INSERT INTO postings SELECT * FROM {whole:Identifier}.postings \
-         WHERE doc NOT IN (SELECT event_key FROM events)",
+         WHERE (sess, doc) NOT IN (SELECT session_key, event_key FROM events)",
     ] {
         db.write("t", sql)
             .param("whole", whole_settings.clickhouse.database.as_str())

@@ -116,6 +116,13 @@ impl Up {
         std::fs::read_to_string(self.dir.join("up.log")).unwrap_or_default()
     }
 
+    /// The last `lines` lines the engine logged.
+    pub(crate) fn engine_log_tail(&self, lines: usize) -> String {
+        let log = std::fs::read_to_string(self.dir.join("engine.log")).unwrap_or_default();
+        let all: Vec<&str> = log.lines().collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+
     pub(crate) fn engine(&self) -> u32 {
         let engines = children(self.child.id());
         assert_eq!(engines.len(), 1, "one engine process: {engines:?}");
