@@ -382,7 +382,9 @@ pub struct Bm25Config {
     pub k1: f64,
     pub b: f64,
     /// How much a global search's hit gains from its session's score for the whole query (its
-    /// events' term counts summed), relative to the best hit; 0 ranks hits by their own event.
+    /// events' term counts summed), relative to the best hit; 0 (the default) ranks hits by
+    /// their own event. Off by default: held out, it ranked no better and cost a third of a
+    /// global search's time at 1M events (docs/performance.md).
     pub session_weight: f64,
     /// Weight of the words a question's expressions stand for in the thesaurus of coding talk
     /// (`login` for `sign in`), relative to the words it was asked in; 0 asks for none.
@@ -394,7 +396,7 @@ impl Default for Bm25Config {
         Self {
             k1: 0.9,
             b: 0.75,
-            session_weight: 0.4,
+            session_weight: 0.0,
             related_weight: 0.3,
         }
     }

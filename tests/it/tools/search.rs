@@ -788,9 +788,9 @@ async fn events_a_search_leaves_out_do_not_weigh_in_its_statistics() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
-/// A session whose events together hold the whole question lifts its hits above a session
-/// where one event matches a part of it alone; with `bm25.session_weight` at 0, events rank by
-/// their own scores only.
+/// With `bm25.session_weight` above 0, a session whose events together hold the whole question
+/// lifts its hits above a session where one event matches a part of it alone; at 0, the
+/// default, events rank by their own scores only.
 #[tokio::test]
 async fn a_session_holding_the_whole_question_ranks_above_one_matching_part_of_it() {
     let (mut config, db) = common::fresh_db().await;
@@ -825,6 +825,8 @@ async fn a_session_holding_the_whole_question_ranks_above_one_matching_part_of_i
     let query = json!({"query": "quillon brastle fenwick marrow"});
     let first_title = |e: &Value| hits(e)[0]["session"]["title"].as_str().unwrap().to_owned();
 
+    let default = config.bm25.session_weight;
+    config.bm25.session_weight = 0.4;
     let server = TestServer::start(config.clone(), db.clone()).await;
     let mut c = Mcp::legacy(&server.mcp_url, None).await;
     let e = c.ok("search_sessions", query.clone()).await;
@@ -838,7 +840,8 @@ async fn a_session_holding_the_whole_question_ranks_above_one_matching_part_of_i
     assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
     server.stop().await;
 
-    config.bm25.session_weight = 0.0;
+    assert_eq!(default, 0.0, "the lift is off by default");
+    config.bm25.session_weight = default;
     let server = TestServer::start(config, db).await;
     let mut c = Mcp::legacy(&server.mcp_url, None).await;
     let e = c.ok("search_sessions", query).await;
