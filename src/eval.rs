@@ -45,7 +45,8 @@ pub(crate) struct EvalArgs {
     data_dir: Option<PathBuf>,
 }
 
-/// The database the corpus is loaded into (dropped and created again on every run).
+/// The database the corpus is loaded into: created afresh by every run, and kept after it so
+/// that its postings and statistics can be read while a ranking is studied.
 const DATABASE: &str = "eval";
 
 pub(crate) async fn run(args: EvalArgs, base: Config) -> anyhow::Result<ExitCode> {
@@ -85,7 +86,7 @@ pub(crate) async fn run(args: EvalArgs, base: Config) -> anyhow::Result<ExitCode
 
     let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await?;
     let shutdown = CancellationToken::new();
-    let service = app::spawn(config.clone(), db.clone(), listener, shutdown.clone())?;
+    let service = app::spawn(config.clone(), db.clone(), listener, shutdown.clone()).await?;
     let client = McpClient::new(service.mcp_url());
     let mut service_hits = Vec::with_capacity(chosen.len());
     let asking = Instant::now();
@@ -152,7 +153,6 @@ pub(crate) async fn run(args: EvalArgs, base: Config) -> anyhow::Result<ExitCode
         serde_json::to_string_pretty(&json)?,
     )?;
     println!("{markdown}");
-    crate::db::drop_database(&config.clickhouse).await?;
     drop(engine);
     Ok(ExitCode::SUCCESS)
 }

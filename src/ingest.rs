@@ -166,6 +166,8 @@ pub enum IngestError {
     Reader(String),
     #[error("{0}")]
     Archive(String),
+    #[error(transparent)]
+    Semantic(#[from] crate::semantic::SemanticError),
 }
 
 /// How `config` says logs are read.
@@ -176,6 +178,7 @@ pub(crate) fn read_settings(config: &Config) -> ReadSettings {
             preview_chars: config.tools.preview_chars,
             max_indexed_bytes: config.ingest.max_indexed_bytes,
             not_after: crate::text::now_ms() + session::FUTURE_TOLERANCE_MS,
+            embedder: crate::semantic::loaded(&config.semantic),
         },
         max_line_bytes: config.ingest.max_line_bytes,
         archive: config.ingest.archive_local,
@@ -190,6 +193,8 @@ pub async fn run(
     files: Vec<LogFile>,
     show_progress: bool,
 ) -> Result<Summary, IngestError> {
+    // Before anything is read: turns read without the model would have no vector.
+    crate::semantic::ensure(&config.semantic).await?;
     let db = &db.for_writes();
     let lock = lock::IngestLock::acquire(config).await;
     let outcome = async {

@@ -43,6 +43,7 @@ pub mod metrics;
 pub mod migrate;
 pub mod push;
 pub mod rows;
+pub mod semantic;
 pub(crate) mod server;
 pub(crate) mod telemetry;
 pub(crate) mod text;

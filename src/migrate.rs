@@ -45,6 +45,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(10, "010_point_lookups"),
     migration!(11, "011_statistics_by_type"),
     migration!(12, "012_index_format"),
+    migration!(13, "013_turn_vectors"),
 ];
 
 /// The longest one migration statement may run.
@@ -387,9 +388,10 @@ pub fn cluster_statements(cluster: &Cluster) -> Result<ClusterScript, MigrateErr
     Ok(out)
 }
 
-/// Lower-case hex SHA-256 of `text`: migration checksums and the engine's requirements stamp.
-pub(crate) fn sha256_hex(text: &str) -> String {
-    let digest = Sha256::digest(text.as_bytes());
+/// Lower-case hex SHA-256 of `bytes`: migration checksums, the engine's requirements stamp and
+/// the embedding model's wheel.
+pub(crate) fn sha256_hex(bytes: impl AsRef<[u8]>) -> String {
+    let digest = Sha256::digest(bytes.as_ref());
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 

@@ -56,6 +56,30 @@ pub struct TurnRow {
     pub tools_called: Vec<String>,
     pub event_types: Vec<String>,
     pub version: u64,
+    /// What the turn says, written to `turn_vectors` beside the row (never read back with it).
+    #[serde(skip)]
+    pub meaning: Option<TurnMeaning>,
+}
+
+/// A turn's row in `turn_vectors`, less its keys and version (see `sql/013_turn_vectors.sql`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnMeaning {
+    /// The unit vector of the turn's prose.
+    pub vector: Vec<f32>,
+    /// The event a hit on the turn shows, and its type's code.
+    pub event: u64,
+    pub kind: u8,
+}
+
+/// One version of a turn's row in `turn_vectors`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, clickhouse::Row)]
+pub struct TurnVectorRow {
+    pub sess: u64,
+    pub turn: u32,
+    pub event: u64,
+    pub kind: u8,
+    pub vector: Vec<f32>,
+    pub version: u64,
 }
 
 /// One version of a session's row in `sessions` (read whole with `SELECT ?fields`).

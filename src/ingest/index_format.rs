@@ -1,12 +1,14 @@
 //! Which tokenizer built the index (`sql/012_index_format.sql`): a store indexed by an earlier
-//! one lacks some terms (stems, bare versions) until `moraine-mcp reindex` rebuilds it.
+//! one lacks some terms (stems, bare versions) or the turns' vectors until `moraine-mcp
+//! reindex` rebuilds it.
 
 use crate::db::{Db, DbError};
 
-/// The format this build's tokenizer writes. 1: every store before the format was recorded;
-/// 2: stems of inflected words and bare versions. A change to what the tokenizer emits bumps
-/// it, with a migration recording the new format for a store with nothing indexed yet.
-pub const INDEX_FORMAT: u32 = 2;
+/// The format this build's ingest writes. 1: every store before the format was recorded;
+/// 2: stems of inflected words and bare versions; 3: each turn's vector (`turn_vectors`). A
+/// change to what ingest indexes bumps it, with a migration recording the new format for a
+/// store with nothing indexed yet.
+pub const INDEX_FORMAT: u32 = 3;
 
 /// The newest format the store records (1 when none is: indexed before formats were kept).
 pub async fn recorded(db: &Db) -> Result<u32, DbError> {
@@ -42,11 +44,16 @@ pub async fn stale_warning(db: &Db) -> Option<String> {
 }
 
 fn stale_message(format: u32) -> String {
+    let words = if format < 2 {
+        "some inflections (`released` for `releases`) and bare versions (`1.12.3` in \
+         `v1.12.3`), and "
+    } else {
+        ""
+    };
     format!(
-        "the index was built by an earlier tokenizer (format {format}; this version writes \
-         {INDEX_FORMAT}): searches miss some inflections (`released` for `releases`) and bare \
-         versions (`1.12.3` in `v1.12.3`) until `moraine-mcp reindex` rebuilds it from the \
-         stored logs"
+        "the index was built by an earlier version (format {format}; this version writes \
+         {INDEX_FORMAT}): searches miss {words}the turns' meaning (sessions asked about in \
+         other words) until `moraine-mcp reindex` rebuilds it from the stored logs"
     )
 }
 
@@ -69,5 +76,7 @@ mod tests {
             migration.name
         );
         assert!(stale_message(1).contains("moraine-mcp reindex"));
+        assert!(stale_message(1).contains("inflections"));
+        assert!(!stale_message(2).contains("inflections") && stale_message(2).contains("meaning"));
     }
 }

@@ -72,6 +72,7 @@ pub async fn run(
     scratch: &Path,
     show_progress: bool,
 ) -> Result<ReindexSummary, IngestError> {
+    crate::semantic::ensure(&config.semantic).await?;
     let db = &db.for_writes();
     let started = Instant::now();
     let checkpoints = checkpoints(db, selection).await?;

@@ -7,7 +7,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::harness::draft::{Draft, Ending};
-use crate::rows::{EventRow, SessionRow, TurnRow};
+use std::sync::Arc;
+
+use crate::rows::{EventRow, SessionRow, TurnMeaning, TurnRow};
+use crate::semantic::Embedder;
 use crate::text::{floor_char_boundary, preview};
 use crate::tokenize::Indexer;
 use crate::vocab::{EventType, SessionMode};
@@ -33,6 +36,8 @@ pub struct BuildSettings {
     /// that wrote the log: shown and sorted as this, so such a session does not stay on top of
     /// "newest first" for ever. Event IDs keep the logged time.
     pub not_after: i64,
+    /// The model that gives each turn its vector (none: turns get none).
+    pub embedder: Option<Arc<Embedder>>,
 }
 
 /// How far ahead of the reading machine's clock a logged time may be before it counts as a
@@ -86,6 +91,14 @@ pub struct TurnState {
     pub final_answer: Option<(u64, String, bool)>,
     pub tools_called: Vec<String>,
     pub event_types: Vec<EventType>,
+    /// The sum of the token vectors of the turn's prose (user inputs and assistant responses)
+    /// so far; empty before any, or without a model.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prose: Vec<f32>,
+    /// The latest assistant response's key (the event a hit on a turn without user input
+    /// shows).
+    #[serde(default)]
+    pub last_response: u64,
 }
 
 impl TurnState {
@@ -105,6 +118,23 @@ impl TurnState {
             _ => (false, 0, None),
         }
     }
+}
+
+/// What a turn says: its prose's unit vector, shown through its first user input, else its last
+/// answer (`None` for a turn without prose, or read without a model).
+fn meaning_of(turn: &TurnState) -> Option<TurnMeaning> {
+    let (event, kind) = if turn.has_user_input {
+        (turn.user_event, EventType::UserInput)
+    } else if turn.last_response != 0 {
+        (turn.last_response, EventType::AssistantResponse)
+    } else {
+        return None;
+    };
+    Some(TurnMeaning {
+        vector: crate::semantic::unit(&turn.prose)?,
+        event,
+        kind: kind.code(),
+    })
 }
 
 /// Builds one session's rows from its drafts, in file order.
@@ -212,6 +242,19 @@ impl SessionBuilder {
         }
         if !turn.event_types.contains(&draft.event_type) {
             turn.event_types.push(draft.event_type);
+        }
+        if let Some(embedder) = &self.settings.embedder
+            && matches!(
+                draft.event_type,
+                EventType::UserInput | EventType::AssistantResponse
+            )
+        {
+            let said =
+                &draft.text[..floor_char_boundary(&draft.text, self.settings.max_indexed_bytes)];
+            embedder.add(said, &mut turn.prose);
+            if draft.event_type == EventType::AssistantResponse {
+                turn.last_response = key;
+            }
         }
         if draft.event_type == EventType::ToolCall
             && !draft.tool_name.is_empty()
@@ -389,6 +432,7 @@ impl SessionBuilder {
                 .map(|t| t.as_str().to_owned())
                 .collect(),
             version,
+            meaning: meaning_of(turn),
         }
     }
 
@@ -528,6 +572,7 @@ mod tests {
             preview_chars: 200,
             max_indexed_bytes: 1 << 20,
             not_after: 0,
+            embedder: None,
         }
     }
 

@@ -152,12 +152,15 @@ pub(crate) struct Context {
     /// BM25 statistics, cached briefly; also the corpus size that picks the global-search SLA row.
     pub stats: Statistics,
     pub query_log: QueryLog,
+    /// The model global searches rank meaning with (none: semantic ranking is off).
+    pub embedder: Option<Arc<crate::semantic::Embedder>>,
     cursor_key: tokio::sync::OnceCell<Vec<u8>>,
 }
 
 impl Context {
     pub(crate) fn new(db: Db, config: Arc<Config>, query_log: QueryLog) -> Self {
         Self {
+            embedder: crate::semantic::loaded(&config.semantic),
             db,
             config,
             stats: Statistics::default(),

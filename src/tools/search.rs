@@ -7,6 +7,7 @@
 //! reach its top k), the hits' [`details`] (their events, turns and sessions
 //! in a second statement) and [`assemble`] (snippets, normalised scores, IDs).
 
+mod meaning;
 mod query;
 mod render;
 mod session_score;
@@ -520,7 +521,7 @@ async fn score(
         request,
         hashes,
         statistics,
-        kinds: kinds.clone(),
+        kinds,
         fragments,
         session,
         turn,
@@ -552,9 +553,24 @@ async fn score(
         let asked = session_score::Asked {
             hashes,
             idfs: &statistics.idfs,
-            kinds: &kinds,
+            kinds: &read.kinds,
         };
-        let scored = session_score::weigh(ctx, &asked, scored, deadline).await?;
+        let mut scored = session_score::weigh(ctx, &asked, scored, deadline).await?;
+        let semantic = &ctx.config.semantic;
+        let prose = request
+            .event_types
+            .iter()
+            .any(|t| matches!(t, EventType::UserInput | EventType::AssistantResponse));
+        if let Some(embedder) = ctx.embedder.as_deref()
+            && semantic.weight > 0.0
+            && prose
+            && !scored.is_empty()
+            && let Some(closest) = read
+                .closest(embedder, &request.query, semantic.sessions, deadline)
+                .await?
+        {
+            scored = meaning::fuse(scored, &closest, semantic.weight);
+        }
         return Ok(spread::page(scored, request.n_hits as usize));
     }
     let truncated = scored.len() > request.n_hits as usize;
@@ -627,25 +643,31 @@ impl Read<'_> {
         }
         let statement = ScoreShape::for_terms(self.hashes.len()).sql(&fragments.join(" "));
         let bm25 = &self.ctx.config.bm25;
-        let request = self.request;
-        let project = ProjectMatch::of(request.project.as_deref());
-        let window = Window::of(request)?;
         // Named apart so that `/metrics` and the benchmark show what a tier read costs.
         let name = match tiers {
             Some(_) => "search_score_tiers",
             None => "search_score",
         };
         Ok(self
-            .ctx
-            .db
-            .read(name, &statement)
+            .bind(self.ctx.db.read(name, &statement))?
             .param("terms", self.hashes)
             .param("idfs", &self.statistics.idfs)
             .param("avgdl", self.statistics.average_length)
-            .param("kinds", &self.kinds)
             .param("k1", bm25.k1)
             .param("b", bm25.b)
             .param("limit", self.limit)
+            .param("tiers", tiers.unwrap_or_default())
+            .fetch_all(&self.ctx.db, self.deadline)
+            .await?)
+    }
+
+    /// `query` with the parameters of the search's scope, types and filters bound.
+    fn bind(&self, query: crate::db::Query) -> Result<crate::db::Query, ToolError> {
+        let request = self.request;
+        let project = ProjectMatch::of(request.project.as_deref());
+        let window = Window::of(request)?;
+        Ok(query
+            .param("kinds", &self.kinds)
             .param("s", self.session)
             .param("t", self.turn)
             .param("harness", request.harness.as_deref().unwrap_or(""))
@@ -654,10 +676,7 @@ impl Read<'_> {
             .param("project_suffix", &project.suffix)
             .param("from", db_time(window.from))
             .param("to", db_time(window.to))
-            .param("visible", self.visible.sources())
-            .param("tiers", tiers.unwrap_or_default())
-            .fetch_all(&self.ctx.db, self.deadline)
-            .await?)
+            .param("visible", self.visible.sources()))
     }
 
     /// The exact top k, reading only the tiers that can reach it (see [`tiers`]).

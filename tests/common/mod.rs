@@ -84,7 +84,16 @@ pub fn config_for(url: &str) -> Settings {
         .join(format!("moraine-data-{}-{n}", std::process::id()))
         .to_string_lossy()
         .into_owned();
+    config.semantic.model_dir = model_dir();
     config
+}
+
+/// Where tests keep the embedding model (fetched once, shared by every test binary).
+pub fn model_dir() -> String {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("model")
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// A fresh, migrated database on the shared engine.
@@ -204,7 +213,9 @@ impl TestServer {
             .await
             .unwrap();
         let shutdown = CancellationToken::new();
-        let running = app::spawn(config.clone(), db.clone(), listener, shutdown.clone()).unwrap();
+        let running = app::spawn(config.clone(), db.clone(), listener, shutdown.clone())
+            .await
+            .unwrap();
         let base = format!("http://{}", running.addr());
         Self {
             mcp_url: running.mcp_url(),

@@ -103,6 +103,7 @@ fn normalise(file: &LogFile) -> Normalised {
             preview_chars: config.tools.preview_chars,
             max_indexed_bytes: config.ingest.max_indexed_bytes,
             not_after: 0,
+            embedder: None,
         },
         max_line_bytes: config.ingest.max_line_bytes,
         archive: false,

@@ -88,6 +88,16 @@ impl ScoreShape {
     }
 }
 
+/// The sessions closest in meaning to a question's vector `q`, each by its closest turn, closest
+/// first. `«filters»` are the search's filters (they name the session `sess`, as this table
+/// does). Ties break by session and turn, so an answer is stable.
+pub(super) const CLOSEST_TURNS_SQL: &str = "
+SELECT sess, turn, event FROM turn_vectors FINAL
+WHERE kind IN {kinds:Array(UInt8)} «filters»
+ORDER BY cosineDistance(vector, {q:Array(Float32)}) ASC, sess ASC, turn ASC
+LIMIT 1 BY sess
+LIMIT {n:UInt32}";
+
 /// How often each of the query's terms occurs in each of some sessions, over their events of the
 /// searched types (see `session_score`).
 pub(super) const SESSION_TERMS_SQL: &str = "

@@ -423,6 +423,19 @@ async fn term_counts(db: &Db, term: &str) -> (u64, i64) {
     .unwrap()
 }
 
+/// How many turns the store holds, and how many turn vectors.
+async fn turns_and_vectors(db: &Db) -> (u64, u64) {
+    db.read(
+        "t",
+        "SELECT assumeNotNull((SELECT count() FROM turns FINAL)), \
+         assumeNotNull((SELECT count() FROM turn_vectors FINAL))",
+    )
+    .fetch_optional(db, db.default_deadline())
+    .await
+    .unwrap()
+    .unwrap()
+}
+
 #[tokio::test]
 async fn an_index_built_by_an_earlier_tokenizer_is_stale_until_a_full_reindex() {
     use moraine_mcp::ingest::index_format::{self, INDEX_FORMAT};
@@ -443,7 +456,10 @@ async fn an_index_built_by_an_earlier_tokenizer_is_stale_until_a_full_reindex() 
         .await
         .unwrap();
     common::write_sessions(&dir, 9, 3, 2, "rebuilds");
-    common::ingest_paths(&settings, &db, &dir).await;
+    // Read as a build before turn vectors read it (their table comes with a later migration).
+    let mut earlier = settings.clone();
+    earlier.semantic.enabled = false;
+    common::ingest_paths(&earlier, &db, &dir).await;
     let indexed = term_counts(&db, "~rebuild").await;
     assert!(indexed.0 > 0, "{indexed:?}");
     for table in ["postings", "term_df"] {
@@ -483,5 +499,11 @@ async fn an_index_built_by_an_earlier_tokenizer_is_stale_until_a_full_reindex() 
     assert_eq!(index_format::recorded(&db).await.unwrap(), INDEX_FORMAT);
     assert_eq!(index_format::stale_warning(&db).await, None);
     assert_eq!(term_counts(&db, "~rebuild").await, (indexed.0, indexed.1));
+    // And every turn with prose has its vector.
+    let (turns, vectors) = turns_and_vectors(&db).await;
+    assert!(
+        turns > 0 && vectors == turns,
+        "{turns} turns, {vectors} vectors"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
