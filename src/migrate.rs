@@ -45,7 +45,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(10, "010_point_lookups"),
     migration!(11, "011_statistics_by_type"),
     migration!(12, "012_index_format"),
-    migration!(13, "013_turn_vectors"),
+    migration!(13, "013_session_vectors"),
 ];
 
 /// The longest one migration statement may run.

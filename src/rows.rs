@@ -56,30 +56,6 @@ pub struct TurnRow {
     pub tools_called: Vec<String>,
     pub event_types: Vec<String>,
     pub version: u64,
-    /// What the turn says, written to `turn_vectors` beside the row (never read back with it).
-    #[serde(skip)]
-    pub meaning: Option<TurnMeaning>,
-}
-
-/// A turn's row in `turn_vectors`, less its keys and version (see `sql/013_turn_vectors.sql`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct TurnMeaning {
-    /// The unit vector of the turn's prose.
-    pub vector: Vec<f32>,
-    /// The event a hit on the turn shows, and its type's code.
-    pub event: u64,
-    pub kind: u8,
-}
-
-/// One version of a turn's row in `turn_vectors`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, clickhouse::Row)]
-pub struct TurnVectorRow {
-    pub sess: u64,
-    pub turn: u32,
-    pub event: u64,
-    pub kind: u8,
-    pub vector: Vec<f32>,
-    pub version: u64,
 }
 
 /// One version of a session's row in `sessions` (read whole with `SELECT ?fields`).
@@ -100,6 +76,33 @@ pub struct SessionRow {
     pub event_count: u32,
     pub completed: bool,
     pub mode: String,
+    pub version: u64,
+    /// What the session says, written to `session_vectors` beside the row (never read back
+    /// with it).
+    #[serde(skip)]
+    pub meaning: Option<Meaning>,
+}
+
+/// A session's row in `session_vectors`, less its key and version (see
+/// `sql/013_session_vectors.sql`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Meaning {
+    /// The unit vector of the session's prose.
+    pub vector: Vec<f32>,
+    /// The event a hit on the session by meaning alone shows, its turn, and its type's code.
+    pub event: u64,
+    pub turn: u32,
+    pub kind: u8,
+}
+
+/// One version of a session's row in `session_vectors`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, clickhouse::Row)]
+pub struct SessionVectorRow {
+    pub sess: u64,
+    pub event: u64,
+    pub turn: u32,
+    pub kind: u8,
+    pub vector: Vec<f32>,
     pub version: u64,
 }
 

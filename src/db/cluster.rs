@@ -28,7 +28,7 @@ pub fn placement(table: &str) -> Option<Placement> {
         "sessions" | "turns" | "events" | "event_ingest" | "sessions_fine" | "turns_fine" => {
             Sharded("session_key")
         }
-        "postings" | "postings_tiered" | "turn_vectors" => Sharded("sess"),
+        "postings" | "postings_tiered" | "session_vectors" => Sharded("sess"),
         // Filled on each shard by its index views, for the shard's own documents, so a term's
         // counts are on every shard: the statistics read turns shard pruning off. The key
         // only places the counts a retraction or a repair inserts; it depends on the term

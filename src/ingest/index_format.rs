@@ -1,11 +1,11 @@
 //! Which tokenizer built the index (`sql/012_index_format.sql`): a store indexed by an earlier
-//! one lacks some terms (stems, bare versions) or the turns' vectors until `moraine-mcp
+//! one lacks some terms (stems, bare versions) or the sessions' vectors until `moraine-mcp
 //! reindex` rebuilds it.
 
 use crate::db::{Db, DbError};
 
 /// The format this build's ingest writes. 1: every store before the format was recorded;
-/// 2: stems of inflected words and bare versions; 3: each turn's vector (`turn_vectors`). A
+/// 2: stems of inflected words and bare versions; 3: each session's vector (`session_vectors`). A
 /// change to what ingest indexes bumps it, with a migration recording the new format for a
 /// store with nothing indexed yet.
 pub const INDEX_FORMAT: u32 = 3;
@@ -52,7 +52,7 @@ fn stale_message(format: u32) -> String {
     };
     format!(
         "the index was built by an earlier version (format {format}; this version writes \
-         {INDEX_FORMAT}): searches miss {words}the turns' meaning (sessions asked about in \
+         {INDEX_FORMAT}): searches miss {words}the sessions' meaning (sessions asked about in \
          other words) until `moraine-mcp reindex` rebuilds it from the stored logs"
     )
 }

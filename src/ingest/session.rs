@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::harness::draft::{Draft, Ending};
 use std::sync::Arc;
 
-use crate::rows::{EventRow, SessionRow, TurnMeaning, TurnRow};
+use crate::rows::{EventRow, Meaning, SessionRow, TurnRow};
 use crate::semantic::Embedder;
 use crate::text::{floor_char_boundary, preview};
 use crate::tokenize::Indexer;
@@ -65,6 +65,14 @@ pub struct SessionState {
     /// timestamps): never part of an event's key.
     #[serde(default)]
     pub fallback_ts: i64,
+    /// The sum of the token vectors of the session's prose (user inputs and assistant
+    /// responses) so far; empty before any, or without a model.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prose: Vec<f32>,
+    /// The event a hit on the session by meaning shows: its first user input, else its first
+    /// assistant response (key, turn, type).
+    #[serde(default)]
+    pub anchor: Option<(u64, u32, EventType)>,
 }
 
 /// The session's last (and only open) turn. `ordinal` 0 means no turn yet.
@@ -91,14 +99,6 @@ pub struct TurnState {
     pub final_answer: Option<(u64, String, bool)>,
     pub tools_called: Vec<String>,
     pub event_types: Vec<EventType>,
-    /// The sum of the token vectors of the turn's prose (user inputs and assistant responses)
-    /// so far; empty before any, or without a model.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub prose: Vec<f32>,
-    /// The latest assistant response's key (the event a hit on a turn without user input
-    /// shows).
-    #[serde(default)]
-    pub last_response: u64,
 }
 
 impl TurnState {
@@ -118,23 +118,6 @@ impl TurnState {
             _ => (false, 0, None),
         }
     }
-}
-
-/// What a turn says: its prose's unit vector, shown through its first user input, else its last
-/// answer (`None` for a turn without prose, or read without a model).
-fn meaning_of(turn: &TurnState) -> Option<TurnMeaning> {
-    let (event, kind) = if turn.has_user_input {
-        (turn.user_event, EventType::UserInput)
-    } else if turn.last_response != 0 {
-        (turn.last_response, EventType::AssistantResponse)
-    } else {
-        return None;
-    };
-    Some(TurnMeaning {
-        vector: crate::semantic::unit(&turn.prose)?,
-        event,
-        kind: kind.code(),
-    })
 }
 
 /// Builds one session's rows from its drafts, in file order.
@@ -175,6 +158,7 @@ impl SessionBuilder {
         }
         let summary = event_summary(&draft, self.settings.preview_chars);
         self.record_in_turn(&draft, key, ts, &summary);
+        self.record_prose(&draft, key);
         self.record_in_session(&draft, ts);
         events.push(self.event_row(draft, key, ts, line_no, summary, indexer));
     }
@@ -243,19 +227,6 @@ impl SessionBuilder {
         if !turn.event_types.contains(&draft.event_type) {
             turn.event_types.push(draft.event_type);
         }
-        if let Some(embedder) = &self.settings.embedder
-            && matches!(
-                draft.event_type,
-                EventType::UserInput | EventType::AssistantResponse
-            )
-        {
-            let said =
-                &draft.text[..floor_char_boundary(&draft.text, self.settings.max_indexed_bytes)];
-            embedder.add(said, &mut turn.prose);
-            if draft.event_type == EventType::AssistantResponse {
-                turn.last_response = key;
-            }
-        }
         if draft.event_type == EventType::ToolCall
             && !draft.tool_name.is_empty()
             && !turn.tools_called.contains(&draft.tool_name)
@@ -298,6 +269,27 @@ impl SessionBuilder {
                 Ending::Completed => turn.last_answer.clone(),
                 Ending::Interrupted | Ending::Failed => None,
             };
+        }
+    }
+
+    /// Adds a user input's or assistant response's words to what the session says, and makes
+    /// the first user input (else the first response) the event a hit by meaning shows.
+    fn record_prose(&mut self, draft: &Draft, key: u64) {
+        let Some(embedder) = &self.settings.embedder else {
+            return;
+        };
+        let user = draft.event_type == EventType::UserInput;
+        if !user && draft.event_type != EventType::AssistantResponse {
+            return;
+        }
+        let state = &mut self.state;
+        let said = &draft.text[..floor_char_boundary(&draft.text, self.settings.max_indexed_bytes)];
+        let first = match state.anchor {
+            None => true,
+            Some((_, _, kind)) => user && kind != EventType::UserInput,
+        };
+        if embedder.add(said, &mut state.prose) > 0 && first {
+            state.anchor = Some((key, state.turn.ordinal, draft.event_type));
         }
     }
 
@@ -432,7 +424,6 @@ impl SessionBuilder {
                 .map(|t| t.as_str().to_owned())
                 .collect(),
             version,
-            meaning: meaning_of(turn),
         }
     }
 
@@ -481,7 +472,19 @@ impl SessionBuilder {
             completed: state.turn.settled().0,
             mode: mode.as_str().to_owned(),
             version,
+            meaning: self.meaning(),
         }
+    }
+
+    /// What the session says (`None` before any prose, or read without a model).
+    fn meaning(&self) -> Option<Meaning> {
+        let (event, turn, kind) = self.state.anchor?;
+        Some(Meaning {
+            vector: crate::semantic::unit(&self.state.prose)?,
+            event,
+            turn,
+            kind: kind.code(),
+        })
     }
 
     /// Records the harness's own title for the session.

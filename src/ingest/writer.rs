@@ -9,7 +9,7 @@ use super::files::LogFile;
 use super::reader::{Batch, Retraction, Stored};
 use crate::db::gate::WhenMigrating;
 use crate::db::{Db, DbError};
-use crate::rows::{CheckpointRow, TurnVectorRow};
+use crate::rows::{CheckpointRow, SessionVectorRow};
 
 /// Settings for the event insert: the index views run in parallel with the events view.
 /// Ingest is background work: its engine threads yield to searches when the CPU is short
@@ -155,28 +155,6 @@ async fn write_now(db: &Db, mut batch: Batch, version: u64) -> Result<(), DbErro
     }
     db.insert("ingest_turns", "turns", &batch.turns, INGEST_SETTINGS)
         .await?;
-    let vectors: Vec<TurnVectorRow> = batch
-        .turns
-        .iter_mut()
-        .filter_map(|turn| {
-            let meaning = turn.meaning.take()?;
-            Some(TurnVectorRow {
-                sess: turn.session_key,
-                turn: turn.ordinal,
-                event: meaning.event,
-                kind: meaning.kind,
-                vector: meaning.vector,
-                version,
-            })
-        })
-        .collect();
-    db.insert(
-        "ingest_turn_vectors",
-        "turn_vectors",
-        &vectors,
-        INGEST_SETTINGS,
-    )
-    .await?;
     for row in &mut batch.sessions {
         row.version = version;
     }
@@ -184,6 +162,28 @@ async fn write_now(db: &Db, mut batch: Batch, version: u64) -> Result<(), DbErro
         "ingest_sessions",
         "sessions",
         &batch.sessions,
+        INGEST_SETTINGS,
+    )
+    .await?;
+    let vectors: Vec<SessionVectorRow> = batch
+        .sessions
+        .iter_mut()
+        .filter_map(|session| {
+            let meaning = session.meaning.take()?;
+            Some(SessionVectorRow {
+                sess: session.session_key,
+                event: meaning.event,
+                turn: meaning.turn,
+                kind: meaning.kind,
+                vector: meaning.vector,
+                version,
+            })
+        })
+        .collect();
+    db.insert(
+        "ingest_session_vectors",
+        "session_vectors",
+        &vectors,
         INGEST_SETTINGS,
     )
     .await?;
@@ -278,11 +278,6 @@ pub(crate) async fn retract(db: &Db, retraction: &Retraction) -> Result<(), DbEr
             "turns",
             "session_key = {s:UInt64} AND ordinal > {t:UInt32}",
         ),
-        (
-            "retract_turn_vectors",
-            "turn_vectors",
-            "sess = {s:UInt64} AND turn > {t:UInt32}",
-        ),
     ];
     for (name, table, condition) in statements {
         db.delete(name, table, condition)
@@ -297,6 +292,14 @@ pub(crate) async fn retract(db: &Db, retraction: &Retraction) -> Result<(), DbEr
             .param("s", session_key)
             .execute(db, db.default_deadline())
             .await?;
+        db.delete(
+            "retract_session_vector",
+            "session_vectors",
+            "sess = {s:UInt64}",
+        )
+        .param("s", session_key)
+        .execute(db, db.default_deadline())
+        .await?;
     }
     if let Some((file_key, generation)) = archive {
         // The bytes of a replaced log: the new generation's are written with this batch.

@@ -1,7 +1,7 @@
 //! A global search's ranking by meaning, fused with its ranking by words: the sessions whose
-//! turns lie closest to the question's vector (each by its closest turn, see
-//! [`crate::semantic`]), and reciprocal-rank fusion of the two orders, so that a session found
-//! by both rises and one found only by meaning joins the candidates below those words found.
+//! prose lies closest to the question's vector (see [`crate::semantic`]), and reciprocal-rank
+//! fusion of the two orders, so that a session found by both rises and one found only by
+//! meaning joins the candidates below those words found.
 
 use std::collections::HashMap;
 use std::time::Instant;
@@ -18,12 +18,12 @@ use crate::tools::envelope::ToolError;
 /// method was published with; `moraine-mcp eval` measured 10 and 30 the same.
 const RRF_K: f64 = 60.0;
 
-/// A session's closest turn to the question.
+/// A session close to the question, and the event a hit on it by meaning alone shows (its
+/// first user input, else its first answer) with that event's turn.
 #[derive(Debug, Clone, PartialEq, clickhouse::Row, Deserialize)]
 pub(super) struct Closest {
     pub sess: u64,
     pub turn: u32,
-    /// The event a hit on the turn shows.
     pub event: u64,
 }
 
@@ -41,7 +41,7 @@ impl Read<'_> {
             return Ok(None);
         };
         let statement = crate::db::splice(
-            sql::CLOSEST_TURNS_SQL,
+            sql::CLOSEST_SESSIONS_SQL,
             &[("filters", &self.fragments.join(" "))],
         );
         let read = self
@@ -54,7 +54,7 @@ impl Read<'_> {
 
 /// `scored` (best first) fused with `closest` (closest first) by reciprocal rank: each hit
 /// counts 1/(K + its rank) plus `weight`/(K + its session's rank by meaning), and each session
-/// found by meaning alone adds a hit on its closest turn. Best first again, ties broken as the
+/// found by meaning alone adds a hit on its first user input. Best first again, ties broken as the
 /// scoring statement breaks them (newer event, then session and event key).
 pub(super) fn fuse(scored: Vec<Scored>, closest: &[Closest], weight: f64) -> Vec<Scored> {
     let by_meaning: HashMap<u64, f64> = closest
@@ -117,7 +117,7 @@ mod tests {
         let fused = fuse(scored.clone(), &[closest(3, 31), closest(9, 90)], 1.0);
         let order: Vec<u64> = fused.iter().map(|h| h.sess).collect();
         assert_eq!(order, [3, 1, 2, 9]);
-        // The session found by meaning alone shows its closest turn's event.
+        // The session found by meaning alone shows its event.
         assert_eq!((fused[3].doc, fused[3].turn_ordinal), (90, 1));
         assert!(fused.windows(2).all(|w| w[0].score >= w[1].score));
         // Weight 0, or nothing found by meaning: the words' order stands.

@@ -88,14 +88,13 @@ impl ScoreShape {
     }
 }
 
-/// The sessions closest in meaning to a question's vector `q`, each by its closest turn, closest
-/// first. `«filters»` are the search's filters (they name the session `sess`, as this table
-/// does). Ties break by session and turn, so an answer is stable.
-pub(super) const CLOSEST_TURNS_SQL: &str = "
-SELECT sess, turn, event FROM turn_vectors FINAL
+/// The sessions closest in meaning to a question's vector `q`, closest first (ties by session
+/// key, so an answer is stable). `«filters»` are the search's filters (they name the session
+/// `sess`, as this table does).
+pub(super) const CLOSEST_SESSIONS_SQL: &str = "
+SELECT sess, turn, event FROM session_vectors FINAL
 WHERE kind IN {kinds:Array(UInt8)} «filters»
-ORDER BY cosineDistance(vector, {q:Array(Float32)}) ASC, sess ASC, turn ASC
-LIMIT 1 BY sess
+ORDER BY cosineDistance(vector, {q:Array(Float32)}) ASC, sess ASC
 LIMIT {n:UInt32}";
 
 /// How often each of the query's terms occurs in each of some sessions, over their events of the

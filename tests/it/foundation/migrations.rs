@@ -423,12 +423,12 @@ async fn term_counts(db: &Db, term: &str) -> (u64, i64) {
     .unwrap()
 }
 
-/// How many turns the store holds, and how many turn vectors.
-async fn turns_and_vectors(db: &Db) -> (u64, u64) {
+/// How many sessions the store holds, and how many session vectors.
+async fn sessions_and_vectors(db: &Db) -> (u64, u64) {
     db.read(
         "t",
-        "SELECT assumeNotNull((SELECT count() FROM turns FINAL)), \
-         assumeNotNull((SELECT count() FROM turn_vectors FINAL))",
+        "SELECT assumeNotNull((SELECT count() FROM sessions FINAL)), \
+         assumeNotNull((SELECT count() FROM session_vectors FINAL))",
     )
     .fetch_optional(db, db.default_deadline())
     .await
@@ -499,11 +499,11 @@ async fn an_index_built_by_an_earlier_tokenizer_is_stale_until_a_full_reindex() 
     assert_eq!(index_format::recorded(&db).await.unwrap(), INDEX_FORMAT);
     assert_eq!(index_format::stale_warning(&db).await, None);
     assert_eq!(term_counts(&db, "~rebuild").await, (indexed.0, indexed.1));
-    // And every turn with prose has its vector.
-    let (turns, vectors) = turns_and_vectors(&db).await;
+    // And every session has its vector.
+    let (sessions, vectors) = sessions_and_vectors(&db).await;
     assert!(
-        turns > 0 && vectors == turns,
-        "{turns} turns, {vectors} vectors"
+        sessions > 0 && vectors == sessions,
+        "{sessions} sessions, {vectors} vectors"
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
