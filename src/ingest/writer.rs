@@ -168,16 +168,11 @@ async fn write_now(db: &Db, mut batch: Batch, version: u64) -> Result<(), DbErro
     let vectors: Vec<SessionVectorRow> = batch
         .sessions
         .iter_mut()
-        .filter_map(|session| {
-            let meaning = session.meaning.take()?;
-            Some(SessionVectorRow {
-                sess: session.session_key,
-                event: meaning.event,
-                turn: meaning.turn,
-                kind: meaning.kind,
-                vector: meaning.vector,
-                version,
-            })
+        .filter(|session| !session.prose_vector.is_empty())
+        .map(|session| SessionVectorRow {
+            sess: session.session_key,
+            vector: std::mem::take(&mut session.prose_vector),
+            version,
         })
         .collect();
     db.insert(

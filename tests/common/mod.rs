@@ -2,7 +2,7 @@
 //! server on 127.0.0.1:0, and a small MCP client that speaks both protocol styles.
 #![allow(dead_code, unreachable_pub)]
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -667,12 +667,26 @@ pub struct Snapshot {
     pub term_df: Vec<(u64, u8, i64)>,
     /// Documents and their total length per event type.
     pub corpus: Vec<(u8, i64, i64)>,
+    /// Each session's vector.
+    pub session_vectors: Vec<SessionVector>,
+}
+
+#[derive(Debug, PartialEq, clickhouse::Row, serde::Deserialize)]
+pub struct SessionVector {
+    pub sess: u64,
+    pub vector: Vec<f32>,
 }
 
 pub async fn snapshot(db: &Db) -> Snapshot {
     let d = || db.default_deadline();
     let typed: bool = db
         .read("t", "SELECT count() > 0 FROM system.columns WHERE database = currentDatabase() AND table = 'term_df' AND name = 'event_type'")
+        .fetch_optional(db, d())
+        .await
+        .unwrap()
+        .unwrap_or(false);
+    let vectors: bool = db
+        .read("t", "SELECT count() > 0 FROM system.tables WHERE database = currentDatabase() AND name = 'session_vectors'")
         .fetch_optional(db, d())
         .await
         .unwrap()
@@ -709,6 +723,14 @@ pub async fn snapshot(db: &Db) -> Snapshot {
             .fetch_all(db, d())
             .await
             .unwrap(),
+        session_vectors: if vectors {
+            db.read("t", "SELECT sess, vector FROM session_vectors FINAL ORDER BY sess")
+                .fetch_all(db, d())
+                .await
+                .unwrap()
+        } else {
+            Vec::new()
+        },
     }
 }
 
@@ -744,6 +766,11 @@ impl Snapshot {
             first_difference("postings", &self.postings, &reference.postings),
             first_difference("term_df", &self.term_df, &reference.term_df),
             first_difference("corpus_stats", &self.corpus, &reference.corpus),
+            first_difference(
+                "session_vectors",
+                &self.session_vectors,
+                &reference.session_vectors,
+            ),
         ]
         .into_iter()
         .flatten()
@@ -756,10 +783,11 @@ impl Snapshot {
     }
 }
 
-/// The statistics equal what the postings imply, and the postings index exactly the stored
-/// events: no double counting, nothing lost.
+/// The statistics equal what the postings imply, the postings index exactly the stored events
+/// (no double counting, nothing lost), and every session vector is a stored session's.
 pub fn assert_statistics_exact(s: &Snapshot) {
     assert_postings_index_the_events(s);
+    assert_vectors_are_stored_sessions(s);
     let mut df: BTreeMap<(u64, u8), i64> = BTreeMap::new();
     for posting in &s.postings {
         *df.entry((posting.0, posting.5 % 128)).or_default() += 1;
@@ -776,11 +804,26 @@ pub fn assert_statistics_exact(s: &Snapshot) {
     assert_eq!(s.corpus, corpus);
 }
 
+/// Each session vector is a stored session's, and has length 1.
+pub fn assert_vectors_are_stored_sessions(s: &Snapshot) {
+    let sessions: HashSet<u64> = s.sessions.iter().map(|session| session.0).collect();
+    for SessionVector { sess, vector } in &s.session_vectors {
+        assert!(
+            sessions.contains(sess),
+            "a vector of session {sess}, which is not stored"
+        );
+        let norm = vector.iter().map(|v| v * v).sum::<f32>().sqrt();
+        assert!(
+            (norm - 1.0).abs() < 1e-3,
+            "session {sess}'s vector has length {norm}"
+        );
+    }
+}
+
 /// Each term of a document is posted once, every posting names a stored searchable event, and
 /// every searchable event with words has postings. Says how many postings break which rule, so
 /// a failure tells a store that holds a batch twice from one that lost a batch.
 pub fn assert_postings_index_the_events(s: &Snapshot) {
-    use std::collections::HashSet;
     // An event key is unique within its session only: documents are named by both.
     let mut seen: HashSet<(u64, u64, u64)> = HashSet::with_capacity(s.postings.len());
     let mut twice = Vec::new();

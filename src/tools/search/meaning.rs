@@ -1,12 +1,11 @@
 //! A global search's ranking by meaning, fused with its ranking by words: the sessions whose
 //! prose lies closest to the question's vector (see [`crate::semantic`]), and reciprocal-rank
-//! fusion of the two orders, so that a session found by both rises and one found only by
-//! meaning joins the candidates below those words found.
+//! fusion of that order with the BM25 candidates, so that a candidate whose session is also
+//! close in meaning rises. The candidates stay those words found: meaning reorders them, never
+//! adds a hit that holds none of the question's words.
 
 use std::collections::HashMap;
 use std::time::Instant;
-
-use serde::Deserialize;
 
 use super::Read;
 use super::sql::{self, Scored};
@@ -18,25 +17,16 @@ use crate::tools::envelope::ToolError;
 /// method was published with; `moraine-mcp eval` measured 10 and 30 the same.
 const RRF_K: f64 = 60.0;
 
-/// A session close to the question, and the event a hit on it by meaning alone shows (its
-/// first user input, else its first answer) with that event's turn.
-#[derive(Debug, Clone, PartialEq, clickhouse::Row, Deserialize)]
-pub(super) struct Closest {
-    pub sess: u64,
-    pub turn: u32,
-    pub event: u64,
-}
-
 impl Read<'_> {
-    /// The `n` sessions closest to `query` in meaning, closest first, within the search's
-    /// filters (`None` when the query has no tokens the model knows).
+    /// The keys of the `n` sessions closest to `query` in meaning, closest first, within the
+    /// search's filters (`None` when the query has no tokens the model knows).
     pub(super) async fn closest(
         &self,
         embedder: &Embedder,
         query: &str,
         n: u32,
         deadline: Instant,
-    ) -> Result<Option<Vec<Closest>>, ToolError> {
+    ) -> Result<Option<Vec<u64>>, ToolError> {
         let Some(vector) = embedder.embed(query) else {
             return Ok(None);
         };
@@ -52,38 +42,25 @@ impl Read<'_> {
     }
 }
 
-/// `scored` (best first) fused with `closest` (closest first) by reciprocal rank: each hit
-/// counts 1/(K + its rank) plus `weight`/(K + its session's rank by meaning), and each session
-/// found by meaning alone adds a hit on its first user input. Best first again, ties broken as the
+/// `scored` (best first) fused with `closest` (session keys, closest first) by reciprocal
+/// rank: each hit counts 1/(K + its rank) plus `weight`/(K + its session's rank by meaning),
+/// nothing when its session is not among the closest. Best first again, ties broken as the
 /// scoring statement breaks them (newer event, then session and event key).
-pub(super) fn fuse(scored: Vec<Scored>, closest: &[Closest], weight: f64) -> Vec<Scored> {
+pub(super) fn fuse(scored: Vec<Scored>, closest: &[u64], weight: f64) -> Vec<Scored> {
     let by_meaning: HashMap<u64, f64> = closest
         .iter()
         .enumerate()
-        .map(|(rank, c)| (c.sess, weight / (RRF_K + rank as f64 + 1.0)))
+        .map(|(rank, sess)| (*sess, weight / (RRF_K + rank as f64 + 1.0)))
         .collect();
-    let mut found_by_words = std::collections::HashSet::new();
     let mut fused: Vec<Scored> = scored
         .into_iter()
         .enumerate()
         .map(|(rank, mut hit)| {
-            found_by_words.insert(hit.sess);
             hit.score = 1.0 / (RRF_K + rank as f64 + 1.0)
                 + by_meaning.get(&hit.sess).copied().unwrap_or(0.0);
             hit
         })
         .collect();
-    fused.extend(
-        closest
-            .iter()
-            .filter(|c| !found_by_words.contains(&c.sess))
-            .map(|c| Scored {
-                sess: c.sess,
-                doc: c.event,
-                turn_ordinal: c.turn,
-                score: by_meaning[&c.sess],
-            }),
-    );
     fused.sort_by(|a, b| {
         b.score
             .total_cmp(&a.score)
@@ -98,38 +75,36 @@ pub(super) fn fuse(scored: Vec<Scored>, closest: &[Closest], weight: f64) -> Vec
 mod tests {
     use super::*;
 
-    fn closest(sess: u64, event: u64) -> Closest {
-        Closest {
-            sess,
-            turn: 1,
-            event,
-        }
-    }
-
     #[test]
-    fn test_a_session_found_by_both_rises_and_one_found_by_meaning_alone_joins_below() {
+    fn test_a_hit_whose_session_is_close_in_meaning_rises_and_no_hit_is_added() {
         // Words rank sessions 1, 2, 3; meaning ranks 3 first, then 9 (which no word found).
         let scored = vec![
             Scored::of(1, 10 << 20, 9.0),
             Scored::of(2, 20 << 20, 8.0),
             Scored::of(3, 30 << 20, 7.0),
         ];
-        let fused = fuse(scored.clone(), &[closest(3, 31), closest(9, 90)], 1.0);
+        let fused = fuse(scored.clone(), &[3, 9], 1.0);
         let order: Vec<u64> = fused.iter().map(|h| h.sess).collect();
-        assert_eq!(order, [3, 1, 2, 9]);
-        // The session found by meaning alone shows its event.
-        assert_eq!((fused[3].doc, fused[3].turn_ordinal), (90, 1));
-        assert!(fused.windows(2).all(|w| w[0].score >= w[1].score));
-        // Weight 0, or nothing found by meaning: the words' order stands.
+        assert_eq!(order, [3, 1, 2]);
+        assert!(fused.windows(2).all(|w| w[0].score > w[1].score));
+        // Nothing close in meaning, or weight 0: the words' order stands.
         let alone: Vec<u64> = fuse(scored.clone(), &[], 1.0)
             .iter()
             .map(|h| h.sess)
             .collect();
         assert_eq!(alone, [1, 2, 3]);
-        let unweighted: Vec<u64> = fuse(scored, &[closest(3, 31)], 0.0)
-            .iter()
-            .map(|h| h.sess)
-            .collect();
+        let unweighted: Vec<u64> = fuse(scored, &[3], 0.0).iter().map(|h| h.sess).collect();
         assert_eq!(unweighted, [1, 2, 3]);
+    }
+
+    #[test]
+    fn test_equal_fused_scores_keep_the_statements_tie_break() {
+        // Two hits of one session at the same rank of words cannot happen; two sessions at
+        // mirrored ranks can: 1st by words and 2nd by meaning against 2nd and 1st.
+        let scored = vec![Scored::of(1, 5 << 20, 2.0), Scored::of(2, 7 << 20, 1.0)];
+        let fused = fuse(scored, &[2, 1], 1.0);
+        // Equal scores: the newer event first.
+        assert_eq!(fused[0].score, fused[1].score);
+        assert_eq!(fused.iter().map(|h| h.sess).collect::<Vec<_>>(), [2, 1]);
     }
 }

@@ -92,8 +92,8 @@ impl ScoreShape {
 /// key, so an answer is stable). `«filters»` are the search's filters (they name the session
 /// `sess`, as this table does).
 pub(super) const CLOSEST_SESSIONS_SQL: &str = "
-SELECT sess, turn, event FROM session_vectors FINAL
-WHERE kind IN {kinds:Array(UInt8)} «filters»
+SELECT sess FROM session_vectors FINAL
+WHERE true «filters»
 ORDER BY cosineDistance(vector, {q:Array(Float32)}) ASC, sess ASC
 LIMIT {n:UInt32}";
 
