@@ -16,6 +16,9 @@ cd "$(dirname "$0")/.."
 
 step() { printf '\n==> %s\n' "$*"; }
 started=$SECONDS
+# One copy of the embedding model for every server and command the tests start (each in a
+# HOME of its own would fetch its own); the in-process servers use the same directory.
+export MORAINE_MCP_SEMANTIC__MODEL_DIR="$PWD/target/tmp/model"
 
 step "cargo fmt --check"
 cargo fmt --check

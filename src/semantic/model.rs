@@ -1,10 +1,10 @@
-//! The static embedding model: a text's vector is the sum of its tokens' vectors, so a turn's
-//! vector grows event by event as its log is read, and a question's is one table lookup per
-//! token.
+//! The static embedding model: a text's vector is the sum of its tokens' vectors, so a
+//! session's vector grows event by event as its log is read, and a question's is one table
+//! lookup per token.
 
 use std::path::Path;
 
-use tokenizers::Tokenizer;
+use tokenizers::{Model as _, Tokenizer};
 
 use super::SemanticError;
 
@@ -16,6 +16,9 @@ pub(super) const WEIGHTS_FILE: &str = "weights.safetensors";
 pub(super) const TOKENIZER_FILE: &str = "tokenizer.json";
 /// The token table's name inside [`WEIGHTS_FILE`].
 const TABLE: &str = "embedding.weight";
+/// What the tokenizer's normalizer puts before a word (and in place of a space): SentencePiece's
+/// word boundary.
+const WORD_START: char = '\u{2581}';
 
 /// A loaded model: its tokenizer and one vector per token.
 pub struct Embedder {
@@ -66,26 +69,35 @@ impl Embedder {
         Ok(Self { tokenizer, table })
     }
 
-    /// Adds the vectors of `text`'s tokens to `sum` (sized to [`DIM`] when empty). Returns how
-    /// many tokens it added.
+    /// Adds the vectors of `text`'s tokens to `sum` (sized to [`DIM`] when it holds any).
+    /// Returns how many tokens it added.
+    ///
+    /// Each word (a run between whitespace) goes to the tokenizer's BPE model as the
+    /// normalizer would hand it over after a space: this gives the tokenizer's own tokens, is a
+    /// sixth of the cost of encoding (no normalizer, offsets or encoding to build), and lets the
+    /// model's word cache serve the words logs repeat.
     pub fn add(&self, text: &str, sum: &mut Vec<f32>) -> usize {
-        if text.trim().is_empty() {
-            return 0;
-        }
-        let Ok(encoding) = self.tokenizer.encode_fast(text, false) else {
-            return 0;
-        };
-        if sum.is_empty() {
-            sum.resize(DIM, 0.0);
-        }
         let vocab = self.table.len() / DIM;
+        let model = self.tokenizer.get_model();
+        let mut word_text = String::new();
         let mut added = 0;
-        for &id in encoding.get_ids() {
-            let id = id as usize;
-            if id < vocab {
-                let row = &self.table[id * DIM..(id + 1) * DIM];
-                sum.iter_mut().zip(row).for_each(|(s, v)| *s += v);
-                added += 1;
+        for word in text.split_whitespace() {
+            word_text.clear();
+            word_text.push(WORD_START);
+            word_text.push_str(word);
+            let Ok(tokens) = model.tokenize(&word_text) else {
+                continue;
+            };
+            for token in tokens {
+                let id = token.id as usize;
+                if id < vocab {
+                    if sum.is_empty() {
+                        sum.resize(DIM, 0.0);
+                    }
+                    let row = &self.table[id * DIM..(id + 1) * DIM];
+                    sum.iter_mut().zip(row).for_each(|(s, v)| *s += v);
+                    added += 1;
+                }
             }
         }
         added

@@ -621,7 +621,17 @@ async fn server_with_prompts(
     name: &str,
     prompts: &[&str],
 ) -> (TestServer, Mcp, std::path::PathBuf) {
-    let (config, db) = common::fresh_db().await;
+    server_with_prompts_and(name, prompts, |_| {}).await
+}
+
+/// [`server_with_prompts`] with settings changed by `change`, for ingest and the server alike.
+async fn server_with_prompts_and(
+    name: &str,
+    prompts: &[&str],
+    change: impl FnOnce(&mut moraine_mcp::config::Settings),
+) -> (TestServer, Mcp, std::path::PathBuf) {
+    let (mut config, db) = common::fresh_db().await;
+    change(&mut config);
     let dir = std::env::temp_dir().join(format!("moraine-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -712,6 +722,65 @@ async fn a_question_in_other_words_finds_the_session_through_the_thesaurus() {
         .ok("search_sessions", json!({"query": "sign_in_page"}))
         .await;
     assert!(titles(&e).is_empty(), "{e}");
+    server.stop().await;
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn a_session_close_in_meaning_rises_among_the_sessions_words_found() {
+    // `server` is the only word of the question either prompt holds, and the shorter prompt
+    // holds it with more weight; what the longer one says is what the question asks about.
+    // The third prompt says it too, in none of the question's words; the fourth says nothing
+    // like it.
+    let crash = "the backend server crashed because it ran out of memory every afternoon";
+    let readme = "add installation steps for the server to the README";
+    let restarts = "the service went down under heavy load and kept restarting";
+    let rename = "rename the variable in the parser module";
+    let prompts = [crash, readme, restarts, rename];
+    let question = json!({"query": "which server was falling over"});
+    // The thesaurus is left out, so that only meaning links `falling over` to a crash.
+    let words_only = |s: &mut moraine_mcp::config::Settings| s.bm25.related_weight = 0.0;
+
+    let (server, mut c, dir) = server_with_prompts_and("meaning", &prompts, words_only).await;
+    let e = c.ok("search_sessions", question.clone()).await;
+    // Meaning reorders what words found and adds nothing: the sessions without `server`
+    // stay out however close they are.
+    assert_eq!(titles(&e), [crash, readme], "{e}");
+    assert_eq!(e["data"]["result_count"], 2, "{e}");
+    assert_eq!(hits(&e)[0]["score"], 1.0, "{e}");
+    // Within a session, hits are ranked by words alone.
+    let session = hits(&e)[1]["session"]["id"].as_str().unwrap().to_owned();
+    let e = c
+        .ok(
+            "search_sessions",
+            json!({"query": "which server was falling over", "within_id": session}),
+        )
+        .await;
+    assert_eq!(titles(&e), [readme], "{e}");
+    server.stop().await;
+    std::fs::remove_dir_all(&dir).unwrap();
+
+    // Weighed at 0, or switched off, the order is the words' own. Switched off, no model is
+    // fetched: the server starts with an empty model directory and leaves it empty.
+    let (server, mut c, dir) = server_with_prompts_and("meaning-unweighed", &prompts, |s| {
+        words_only(s);
+        s.semantic.weight = 0.0;
+    })
+    .await;
+    let e = c.ok("search_sessions", question.clone()).await;
+    assert_eq!(titles(&e), [readme, crash], "{e}");
+    server.stop().await;
+    std::fs::remove_dir_all(&dir).unwrap();
+    let empty = std::env::temp_dir().join(format!("moraine-no-model-{}", std::process::id()));
+    let (server, mut c, dir) = server_with_prompts_and("meaning-off", &prompts, |s| {
+        words_only(s);
+        s.semantic.enabled = false;
+        s.semantic.model_dir = empty.to_string_lossy().into_owned();
+    })
+    .await;
+    let e = c.ok("search_sessions", question).await;
+    assert_eq!(titles(&e), [readme, crash], "{e}");
+    assert!(!empty.exists(), "nothing was fetched");
     server.stop().await;
     std::fs::remove_dir_all(&dir).unwrap();
 }
