@@ -1,4 +1,4 @@
--- moraine-mcp schema version 12, on cluster moraine: Distributed tables in database moraine, the shards' replicated tables in moraine_local.
+-- moraine-mcp schema version 13, on cluster moraine: Distributed tables in database moraine, the shards' replicated tables in moraine_local.
 -- Each statement is preceded by the database it runs in, and by the condition it runs under, if any.
 
 CREATE DATABASE IF NOT EXISTS moraine ON CLUSTER moraine;
@@ -765,3 +765,21 @@ ORDER BY format;
 -- (checked in moraine)
 -- in moraine
 INSERT INTO index_format (format) VALUES (2);
+
+-- 013_session_vectors
+-- in moraine_local
+CREATE TABLE IF NOT EXISTS moraine_local.session_vectors ON CLUSTER moraine
+(
+    sess    UInt64,
+    vector  Array(Float32),
+    version UInt64
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{uuid}/{shard}', '{replica}', version)
+ORDER BY sess;
+-- in moraine
+CREATE TABLE IF NOT EXISTS moraine.session_vectors ON CLUSTER moraine AS moraine_local.session_vectors
+ENGINE = Distributed('moraine', 'moraine_local', 'session_vectors', sess);
+-- only if: SELECT toUInt8(count() = 0) FROM events
+-- (checked in moraine)
+-- in moraine
+INSERT INTO index_format (format) VALUES (3);

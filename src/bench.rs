@@ -846,6 +846,7 @@ pub(crate) const STEADY_TABLES: &[&str] = &[
     "corpus_stats",
     "turns",
     "sessions",
+    "session_vectors",
 ];
 
 /// Merges each table to one part: the steady state background merges converge to.

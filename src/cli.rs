@@ -408,7 +408,7 @@ async fn run(command: Command, config: Config) -> anyhow::Result<ExitCode> {
             }
             println!("reindexed {summary}");
             if !summary.index_current
-                && let Some(warning) = ingest::index_format::stale_warning(&db).await
+                && let Some(warning) = ingest::index_format::stale_warning(&db, &config).await
             {
                 eprintln!("warning: {warning} (a rebuild of every log, none missing, records it)");
             }
@@ -594,7 +594,7 @@ async fn serve(config: Arc<Config>, stdio: bool, require_clickhouse: bool) -> an
     match ready {
         Ok(()) => {
             tracing::info!(url = %config.clickhouse.url, "clickhouse is reachable");
-            if let Some(warning) = ingest::index_format::stale_warning(&db).await {
+            if let Some(warning) = ingest::index_format::stale_warning(&db, &config).await {
                 tracing::warn!("{warning}");
             }
         }

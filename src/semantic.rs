@@ -1,9 +1,9 @@
-//! Meaning beside words: each turn's prose as one vector of a static embedding model, so that a
-//! global search finds a session asked about in other words than it used.
+//! Meaning beside words: each session's prose as one vector of a static embedding model, so
+//! that a global search ranks higher a session asked about in other words than it used.
 //!
 //! The model (WordLlama's 256-dimension token table and its tokenizer) gives a text the sum of
-//! its tokens' vectors. That sum grows event by event as ingest reads a turn, and a question's
-//! costs one table lookup per token: no inference at ingest or query time. Ranked alone it
+//! its tokens' vectors. That sum grows event by event as ingest reads a session, and a
+//! question's costs one table lookup per token: no inference at ingest or query time. Ranked alone it
 //! misses what words find (an error fragment, a flag); fused with BM25 by reciprocal rank it
 //! lifts questions in other words and keeps identifier questions first (docs/performance.md).
 
@@ -42,11 +42,15 @@ pub async fn ensure(config: &SemanticConfig) -> Result<Option<Arc<Embedder>>, Se
         return Ok(Some(embedder));
     }
     let dir = config.model_dir_path();
-    fetch::ensure(&dir).await?;
-    let load_dir = dir.clone();
-    let embedder = tokio::task::spawn_blocking(move || Embedder::load(&load_dir))
-        .await
-        .map_err(|e| SemanticError::Model(e.to_string()))??;
+    let embedder = match fetch_and_load(&dir).await {
+        // Files that were there but cannot be read (damaged on disk) are fetched once more.
+        Err(SemanticError::Model(why)) => {
+            tracing::warn!(%why, dir = %dir.display(), "fetching the embedding model again");
+            fetch::forget(&dir);
+            fetch_and_load(&dir).await?
+        }
+        loaded => loaded?,
+    };
     let mut models = LOADED.lock().unwrap_or_else(|e| e.into_inner());
     if let Some((_, known)) = models.iter().find(|(d, _)| *d == dir) {
         return Ok(Some(known.clone()));
@@ -54,6 +58,14 @@ pub async fn ensure(config: &SemanticConfig) -> Result<Option<Arc<Embedder>>, Se
     let embedder = Arc::new(embedder);
     models.push((dir, embedder.clone()));
     Ok(Some(embedder))
+}
+
+async fn fetch_and_load(dir: &std::path::Path) -> Result<Embedder, SemanticError> {
+    fetch::ensure(dir).await?;
+    let dir = dir.to_path_buf();
+    tokio::task::spawn_blocking(move || Embedder::load(&dir))
+        .await
+        .map_err(|e| SemanticError::Model(e.to_string()))?
 }
 
 /// The model `config` names if [`ensure`] loaded it in this process (`None` when semantic

@@ -124,7 +124,7 @@ async fn serve(
     let config = Arc::new(settings.validate()?);
     let db = app::connect(&config).await?;
     migrate::migrate(&config.clickhouse, &db).await?;
-    if let Some(warning) = crate::ingest::index_format::stale_warning(&db).await {
+    if let Some(warning) = crate::ingest::index_format::stale_warning(&db, &config).await {
         tracing::warn!("{warning}");
         eprintln!("warning: {warning}");
     }

@@ -33,6 +33,12 @@ pub enum EventType {
 }
 
 impl EventType {
+    /// Whether the type is what the person and the agent say to each other (user inputs and
+    /// assistant responses): what a session's vector of meaning is made of.
+    pub fn is_prose(self) -> bool {
+        matches!(self, Self::UserInput | Self::AssistantResponse)
+    }
+
     /// Every type, in canonical order.
     pub const ALL: [Self; 9] = [
         Self::UserInput,

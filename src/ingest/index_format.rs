@@ -9,32 +9,47 @@ use crate::db::{Db, DbError};
 /// change to what ingest indexes bumps it, with a migration recording the new format for a
 /// store with nothing indexed yet.
 pub const INDEX_FORMAT: u32 = 3;
+/// The format ingest writes with `semantic.enabled = false`: words without vectors.
+const WORDS_ONLY: u32 = 2;
 
-/// The newest format the store records (1 when none is: indexed before formats were kept).
+/// The format ingest writes under `config`.
+pub fn written(config: &crate::config::Config) -> u32 {
+    if config.semantic.enabled {
+        INDEX_FORMAT
+    } else {
+        WORDS_ONLY
+    }
+}
+
+/// The format the store last recorded (1 when none is: indexed before formats were kept). The
+/// last, not the highest: a full reindex without the model records format 2 after 3.
 pub async fn recorded(db: &Db) -> Result<u32, DbError> {
     let newest: Option<u32> = db
-        .read("index_format", "SELECT max(format) FROM index_format")
+        .read(
+            "index_format",
+            "SELECT argMax(format, (recorded_at, format)) FROM index_format FINAL",
+        )
         .fetch_optional(db, db.default_deadline())
         .await?;
     Ok(newest.unwrap_or(0).max(1))
 }
 
-/// Records that this build's tokenizer built the whole index.
-pub async fn record(db: &Db) -> Result<(), DbError> {
+/// Records that ingest of `format` (see [`written`]) built the whole index.
+pub async fn record(db: &Db, format: u32) -> Result<(), DbError> {
     db.write(
         "index_format_record",
         "INSERT INTO index_format (format) VALUES ({format:UInt32})",
     )
-    .param("format", INDEX_FORMAT)
+    .param("format", format)
     .execute(db, db.default_deadline())
     .await
 }
 
-/// A warning for the operator when the index predates this build's tokenizer (none when it
-/// does not, or when the store cannot say).
-pub async fn stale_warning(db: &Db) -> Option<String> {
+/// A warning for the operator when the index holds less than ingest writes under `config` (none
+/// when it does not, or when the store cannot say).
+pub async fn stale_warning(db: &Db, config: &crate::config::Config) -> Option<String> {
     match recorded(db).await {
-        Ok(format) if format < INDEX_FORMAT => Some(stale_message(format)),
+        Ok(format) if format < written(config) => Some(stale_message(format)),
         Ok(_) => None,
         Err(error) => {
             tracing::debug!(%error, "cannot read the index format");

@@ -182,7 +182,7 @@ pub async fn run(
         let _permit = db.enter_write(WhenMigrating::Wait).await?;
         super::writer::repair_statistics(db).await?;
         if everything {
-            super::index_format::record(db).await?;
+            super::index_format::record(db, super::index_format::written(config)).await?;
         }
     }
     Ok(ReindexSummary {

@@ -36,7 +36,7 @@ pub struct BuildSettings {
     /// that wrote the log: shown and sorted as this, so such a session does not stay on top of
     /// "newest first" for ever. Event IDs keep the logged time.
     pub not_after: i64,
-    /// The model that gives each turn its vector (none: turns get none).
+    /// The model that gives each session its vector (none: sessions get none).
     pub embedder: Option<Arc<Embedder>>,
 }
 
@@ -66,9 +66,11 @@ pub struct SessionState {
     #[serde(default)]
     pub fallback_ts: i64,
     /// The sum of the token vectors of the session's prose (user inputs and assistant
-    /// responses) so far; empty before any, or without a model.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub prose: Vec<f32>,
+    /// responses) so far (empty before any); `None` when the session was not read with a model
+    /// from its start (read without one, or resumed from a checkpoint written without one), so
+    /// that no vector of part of it is written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prose: Option<Vec<f32>>,
 }
 
 /// The session's last (and only open) turn. `ordinal` 0 means no turn yet.
@@ -126,7 +128,12 @@ pub struct SessionBuilder {
 }
 
 impl SessionBuilder {
-    pub fn new(session_key: u64, state: SessionState, settings: BuildSettings) -> Self {
+    pub fn new(session_key: u64, mut state: SessionState, settings: BuildSettings) -> Self {
+        match settings.embedder {
+            None => state.prose = None,
+            Some(_) if state.events == 0 => state.prose = Some(Vec::new()),
+            Some(_) => {}
+        }
         Self {
             session_key,
             state,
@@ -270,15 +277,12 @@ impl SessionBuilder {
 
     /// Adds a user input's or assistant response's words to what the session says.
     fn record_prose(&mut self, draft: &Draft) {
-        if let Some(embedder) = &self.settings.embedder
-            && matches!(
-                draft.event_type,
-                EventType::UserInput | EventType::AssistantResponse
-            )
+        if let (Some(embedder), Some(prose)) = (&self.settings.embedder, &mut self.state.prose)
+            && draft.event_type.is_prose()
         {
             let said =
                 &draft.text[..floor_char_boundary(&draft.text, self.settings.max_indexed_bytes)];
-            embedder.add(said, &mut self.state.prose);
+            embedder.add(said, prose);
         }
     }
 
@@ -461,7 +465,11 @@ impl SessionBuilder {
             completed: state.turn.settled().0,
             mode: mode.as_str().to_owned(),
             version,
-            prose_vector: crate::semantic::unit(&state.prose).unwrap_or_default(),
+            prose_vector: state
+                .prose
+                .as_deref()
+                .and_then(crate::semantic::unit)
+                .unwrap_or_default(),
         }
     }
 

@@ -123,9 +123,21 @@ fn unpack(wheel: &[u8], dir: &Path) -> Result<(), SemanticError> {
     write_atomically(&dir.join(MARKER_FILE), WHEEL_SHA256.as_bytes())
 }
 
+/// Writes `bytes` to a temporary file, flushed to disk, and renames it to `path`: a crash leaves
+/// the old file or the new one, never part of one under the final name.
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), SemanticError> {
     let partial = PathBuf::from(format!("{}.partial", path.display()));
-    std::fs::write(&partial, bytes)
-        .and_then(|()| std::fs::rename(&partial, path))
-        .map_err(|e| SemanticError::Fetch(format!("write {}: {e}", path.display())))
+    let write = || -> std::io::Result<()> {
+        let mut file = std::fs::File::create(&partial)?;
+        std::io::Write::write_all(&mut file, bytes)?;
+        file.sync_all()?;
+        std::fs::rename(&partial, path)
+    };
+    write().map_err(|e| SemanticError::Fetch(format!("write {}: {e}", path.display())))
+}
+
+/// Forgets that `dir` holds the model, so that the next [`ensure`] fetches it again (its files
+/// were found but could not be read).
+pub(super) fn forget(dir: &Path) {
+    let _ = std::fs::remove_file(dir.join(MARKER_FILE));
 }

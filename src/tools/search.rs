@@ -557,19 +557,24 @@ async fn score(
         };
         let mut scored = session_score::weigh(ctx, &asked, scored, deadline).await?;
         let semantic = &ctx.config.semantic;
-        let prose = request
-            .event_types
-            .iter()
-            .any(|t| matches!(t, EventType::UserInput | EventType::AssistantResponse));
         if let Some(embedder) = ctx.embedder.as_deref()
             && semantic.weight > 0.0
-            && prose
+            && request.event_types.iter().any(|t| t.is_prose())
             && !scored.is_empty()
-            && let Some(closest) = read
-                .closest(embedder, &request.query, semantic.sessions, deadline)
-                .await?
         {
-            scored = meaning::fuse(scored, &closest, semantic.weight);
+            // Meaning only reorders: if it cannot be read, the words' order stands.
+            match read
+                .closest(embedder, &request.query, semantic.sessions, deadline)
+                .await
+            {
+                Ok(Some(closest)) if !closest.is_empty() => {
+                    scored = meaning::fuse(scored, &closest, semantic.weight);
+                }
+                Ok(_) => {}
+                Err(error) => {
+                    tracing::warn!(%error, "cannot rank by meaning; ranking by words alone");
+                }
+            }
         }
         return Ok(spread::page(scored, request.n_hits as usize));
     }

@@ -441,9 +441,10 @@ async fn an_index_built_by_an_earlier_tokenizer_is_stale_until_a_full_reindex() 
     use moraine_mcp::ingest::index_format::{self, INDEX_FORMAT};
     use moraine_mcp::ingest::reindex::{self, Selection};
     // A new store is of this build's format from the start.
-    let (_, new) = fresh_db().await;
+    let (new_settings, new) = fresh_db().await;
+    let new_config = new_settings.validate().unwrap();
     assert_eq!(index_format::recorded(&new).await.unwrap(), INDEX_FORMAT);
-    assert_eq!(index_format::stale_warning(&new).await, None);
+    assert_eq!(index_format::stale_warning(&new, &new_config).await, None);
 
     // A store that held sessions before the format was kept, indexed without stems (their
     // postings and frequencies removed here, as the earlier tokenizer never wrote them).
@@ -456,7 +457,8 @@ async fn an_index_built_by_an_earlier_tokenizer_is_stale_until_a_full_reindex() 
         .await
         .unwrap();
     common::write_sessions(&dir, 9, 3, 2, "rebuilds");
-    // Read as a build before turn vectors read it (their table comes with a later migration).
+    // Read as a build before session vectors read it (their table comes with a later
+    // migration).
     let mut earlier = settings.clone();
     earlier.semantic.enabled = false;
     common::ingest_paths(&earlier, &db, &dir).await;
@@ -474,12 +476,12 @@ async fn an_index_built_by_an_earlier_tokenizer_is_stale_until_a_full_reindex() 
         .unwrap();
     }
     migrate::migrate(&settings.clickhouse, &db).await.unwrap();
+    let config = settings.clone().validate().unwrap();
     assert_eq!(index_format::recorded(&db).await.unwrap(), 1);
-    let warning = index_format::stale_warning(&db).await.unwrap();
+    let warning = index_format::stale_warning(&db, &config).await.unwrap();
     assert!(warning.contains("moraine-mcp reindex"), "{warning}");
 
     // A rebuild of one source leaves the rest as it was: still stale.
-    let config = settings.clone().validate().unwrap();
     let scratch = dir.join("scratch");
     let part = Selection {
         source: Some("elsewhere".into()),
@@ -497,7 +499,7 @@ async fn an_index_built_by_an_earlier_tokenizer_is_stale_until_a_full_reindex() 
         .unwrap();
     assert!(summary.index_current && summary.missing.is_empty());
     assert_eq!(index_format::recorded(&db).await.unwrap(), INDEX_FORMAT);
-    assert_eq!(index_format::stale_warning(&db).await, None);
+    assert_eq!(index_format::stale_warning(&db, &config).await, None);
     assert_eq!(term_counts(&db, "~rebuild").await, (indexed.0, indexed.1));
     // And every session has its vector.
     let (sessions, vectors) = sessions_and_vectors(&db).await;
@@ -505,5 +507,22 @@ async fn an_index_built_by_an_earlier_tokenizer_is_stale_until_a_full_reindex() 
         sessions > 0 && vectors == sessions,
         "{sessions} sessions, {vectors} vectors"
     );
+
+    // A full rebuild without the model leaves the sessions without vectors and says so, to a
+    // service that ranks by meaning; one with the model gives them back.
+    let words_only = earlier.clone().validate().unwrap();
+    reindex::run(&words_only, &db, &Selection::default(), &scratch, false)
+        .await
+        .unwrap();
+    assert_eq!(sessions_and_vectors(&db).await, (sessions, 0));
+    assert_eq!(index_format::recorded(&db).await.unwrap(), 2);
+    assert_eq!(index_format::stale_warning(&db, &words_only).await, None);
+    let warning = index_format::stale_warning(&db, &config).await.unwrap();
+    assert!(warning.contains("meaning"), "{warning}");
+    reindex::run(&config, &db, &Selection::default(), &scratch, false)
+        .await
+        .unwrap();
+    assert_eq!(sessions_and_vectors(&db).await, (sessions, sessions));
+    assert_eq!(index_format::recorded(&db).await.unwrap(), INDEX_FORMAT);
     std::fs::remove_dir_all(&dir).unwrap();
 }
