@@ -557,8 +557,10 @@ async fn score(
         };
         let mut scored = session_score::weigh(ctx, &asked, scored, deadline).await?;
         let semantic = &ctx.config.semantic;
+        // Meaning counts as much as the question is asked in plain words.
+        let weight = semantic.weight * query::plain_share(&request.query);
         if let Some(embedder) = ctx.embedder.as_deref()
-            && semantic.weight > 0.0
+            && weight > 0.0
             && request.event_types.iter().any(|t| t.is_prose())
             && !scored.is_empty()
         {
@@ -568,7 +570,7 @@ async fn score(
                 .await
             {
                 Ok(Some(closest)) if !closest.is_empty() => {
-                    scored = meaning::fuse(scored, &closest, semantic.weight);
+                    scored = meaning::fuse(scored, &closest, weight);
                 }
                 Ok(_) => {}
                 Err(error) => {

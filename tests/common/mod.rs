@@ -88,6 +88,13 @@ pub fn config_for(url: &str) -> Settings {
     config
 }
 
+/// `settings` of a build that writes no session vectors, for a store a test keeps at a schema
+/// before 13 (the service itself migrates every store to the newest schema before it writes).
+pub fn without_vectors(mut settings: Settings) -> Settings {
+    settings.semantic.enabled = false;
+    settings
+}
+
 /// Where tests keep the embedding model (fetched once, shared by every test binary).
 pub fn model_dir() -> String {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR"))

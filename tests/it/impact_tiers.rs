@@ -325,7 +325,7 @@ async fn postings_hash(db: &Db) -> (u64, u64) {
 async fn an_index_of_the_previous_schema_is_upgraded_in_place_and_keeps_every_posting() {
     let dir = scratch("upgrade");
     generate(&dir, 5, 40, 600);
-    let settings = common::config_for(&common::shared_engine_url());
+    let settings = common::without_vectors(common::config_for(&common::shared_engine_url()));
     let db = Db::new(&settings.clickhouse, Metrics::new(&settings.sla));
     db.wait_until_ready(Duration::from_secs(30)).await.unwrap();
     // The schema before 009, which re-keyed the index.
@@ -367,6 +367,7 @@ async fn an_index_of_the_previous_schema_is_upgraded_in_place_and_keeps_every_po
     generate(&dir, 6, 20, 600);
     common::ingest_paths(&settings, &db, &dir).await;
     let (fresh_settings, fresh) = common::fresh_db().await;
+    let fresh_settings = common::without_vectors(fresh_settings);
     common::ingest_paths(&fresh_settings, &fresh, &dir).await;
     let upgraded = common::snapshot(&db).await;
     common::assert_statistics_exact(&upgraded);

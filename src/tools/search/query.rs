@@ -36,48 +36,18 @@ pub(super) fn weighted_terms(
     max_terms: usize,
     related_weight: f64,
 ) -> (Vec<QueryTerm>, usize) {
-    let mut tokens: Vec<(String, std::ops::Range<usize>)> = Vec::new();
-    for_each_token(query, |term, span, form| {
-        if form == Form::Written && !tokens.iter().any(|(t, _)| t == term) {
-            tokens.push((term.to_owned(), span));
-        }
-    });
-    let wholes = |i: usize| -> Vec<String> {
-        let span = &tokens[i].1;
-        tokens
-            .iter()
-            .enumerate()
-            .filter(|(j, (_, other))| {
-                *j != i
-                    && other.start <= span.start
-                    && span.end <= other.end
-                    && other.len() > span.len()
-            })
-            .map(|(_, (term, _))| term.clone())
-            .collect()
-    };
-    let part_of: Vec<Vec<String>> = (0..tokens.len()).map(wholes).collect();
-    let parts: Vec<bool> = part_of.iter().map(|w| !w.is_empty()).collect();
-    let flags: Vec<bool> = tokens
-        .iter()
-        .map(|(_, span)| is_flag(query, span))
-        .collect();
+    let tokens = written_tokens(query);
     let content = tokens
         .iter()
-        .zip(&parts)
-        .any(|((term, _), part)| !*part && !is_function_word(term));
+        .any(|t| t.part_of.is_empty() && !is_function_word(&t.term));
     let mut written: Vec<QueryTerm> = tokens
         .iter()
-        .zip(part_of)
-        .zip(&flags)
-        .filter(|(((term, _), wholes), flag)| {
-            !content || !wholes.is_empty() || **flag || !is_function_word(term)
-        })
-        .map(|(((term, _), wholes), _)| QueryTerm {
-            term: term.clone(),
+        .filter(|t| !content || !t.part_of.is_empty() || t.flag || !is_function_word(&t.term))
+        .map(|t| QueryTerm {
+            term: t.term.clone(),
             weight: 1.0,
             written: true,
-            part_of: wholes,
+            part_of: t.part_of.clone(),
         })
         .collect();
     let cut = written.len().saturating_sub(max_terms);
@@ -104,8 +74,8 @@ pub(super) fn weighted_terms(
     {
         let plain = tokens
             .iter()
-            .find(|(t, _)| *t == word.term)
-            .is_some_and(|(_, span)| is_plain(&query[span.clone()]) && !is_flag(query, span));
+            .find(|t| t.term == word.term)
+            .is_some_and(|t| is_plain(&query[t.span.clone()]) && !t.flag);
         if plain {
             for form in other_forms(&word.term) {
                 add(form, VARIANT_WEIGHT, &mut variants);
@@ -125,6 +95,65 @@ pub(super) fn weighted_terms(
     }
     written.extend(variants);
     (written, cut)
+}
+
+/// A distinct token as the question writes it.
+struct Written {
+    term: String,
+    span: std::ops::Range<usize>,
+    /// The compounds or identifiers of the question it is a part of.
+    part_of: Vec<String>,
+    /// Written as a command-line flag (see [`is_flag`]).
+    flag: bool,
+}
+
+/// The question's distinct written tokens, in order.
+fn written_tokens(query: &str) -> Vec<Written> {
+    let mut tokens: Vec<(String, std::ops::Range<usize>)> = Vec::new();
+    for_each_token(query, |term, span, form| {
+        if form == Form::Written && !tokens.iter().any(|(t, _)| t == term) {
+            tokens.push((term.to_owned(), span));
+        }
+    });
+    let wholes = |span: &std::ops::Range<usize>| -> Vec<String> {
+        tokens
+            .iter()
+            .filter(|(_, other)| {
+                other.start <= span.start && span.end <= other.end && other.len() > span.len()
+            })
+            .map(|(term, _)| term.clone())
+            .collect()
+    };
+    tokens
+        .iter()
+        .map(|(term, span)| Written {
+            term: term.clone(),
+            part_of: wholes(span),
+            flag: is_flag(query, span),
+            span: span.clone(),
+        })
+        .collect()
+}
+
+/// How much of the question is plain words: the share of its content (its words and
+/// identifiers, less function words and the parts of identifiers) written as plain words. A
+/// model of meaning reads words; versions, identifiers, acronyms and flags (`1.12.3`,
+/// `rfc-9728`, `AWS`, `--since`) are what words find exactly, and meaning would only blur them.
+pub(super) fn plain_share(query: &str) -> f64 {
+    let tokens = written_tokens(query);
+    let content: Vec<&Written> = tokens
+        .iter()
+        .filter(|t| t.part_of.is_empty() && !is_function_word(&t.term))
+        .collect();
+    let plain = content
+        .iter()
+        .filter(|t| !t.flag && is_plain(&query[t.span.clone()]))
+        .count();
+    if content.is_empty() {
+        0.0
+    } else {
+        plain as f64 / content.len() as f64
+    }
 }
 
 /// Whether the word at `span` is written as a command-line flag (`--since`, `-a`): a name the
@@ -184,6 +213,24 @@ mod tests {
 
     fn owned(terms: &[(&str, f64)]) -> Vec<(String, f64)> {
         terms.iter().map(|(t, w)| ((*t).to_owned(), *w)).collect()
+    }
+
+    #[test]
+    fn test_the_plain_share_counts_words_against_identifiers_flags_and_acronyms() {
+        assert_eq!(plain_share("which server was falling over"), 1.0);
+        assert_eq!(plain_share("1.12.3"), 0.0);
+        assert_eq!(plain_share("rfc-9728"), 0.0);
+        assert_eq!(plain_share("the"), 0.0);
+        // version, humantime, add and option against `--since`.
+        assert_eq!(
+            plain_share("Which version of humantime did we add for the --since option?"),
+            0.8
+        );
+        // broke, upgraded, provider and version against `AWS` (a lone digit is no term).
+        assert_eq!(
+            plain_share("What broke when we upgraded the AWS provider to version 5?"),
+            0.8
+        );
     }
 
     #[test]

@@ -271,7 +271,7 @@ async fn has_small_granules(db: &Db, table: &str) -> bool {
 async fn turns_and_sessions_of_the_previous_schema_get_small_granules_and_keep_every_row() {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("granules-{}", uuid::Uuid::new_v4().simple()));
-    let settings = config_for(&common::shared_engine_url());
+    let settings = common::without_vectors(config_for(&common::shared_engine_url()));
     let db = Db::new(&settings.clickhouse, Metrics::new(&settings.sla));
     db.wait_until_ready(Duration::from_secs(30)).await.unwrap();
     migrate::migrate_to(&settings.clickhouse, &db, 9)
@@ -337,6 +337,7 @@ async fn turns_and_sessions_of_the_previous_schema_get_small_granules_and_keep_e
     common::write_sessions(&dir, 8, 5, 4, "granule");
     common::ingest_paths(&settings, &db, &dir).await;
     let (fresh_settings, fresh) = fresh_db().await;
+    let fresh_settings = common::without_vectors(fresh_settings);
     common::ingest_paths(&fresh_settings, &fresh, &dir).await;
     common::snapshot(&db)
         .await
@@ -348,7 +349,7 @@ async fn turns_and_sessions_of_the_previous_schema_get_small_granules_and_keep_e
 async fn statistics_of_the_previous_schema_are_counted_per_event_type_exactly() {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("typed-stats-{}", uuid::Uuid::new_v4().simple()));
-    let settings = config_for(&common::shared_engine_url());
+    let settings = common::without_vectors(config_for(&common::shared_engine_url()));
     let db = Db::new(&settings.clickhouse, Metrics::new(&settings.sla));
     db.wait_until_ready(Duration::from_secs(30)).await.unwrap();
     migrate::migrate_to(&settings.clickhouse, &db, 10)
