@@ -158,6 +158,16 @@ async fn two_ingests_of_the_same_logs_at_once_store_one_copy() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// How many events the store holds (0 while it cannot say).
+async fn stored_events(db: &Db) -> u64 {
+    db.read("t", "SELECT count() FROM events")
+        .fetch_optional(db, db.default_deadline())
+        .await
+        .ok()
+        .flatten()
+        .unwrap_or(0)
+}
+
 /// The engine killed under a running ingest: the ingest says so and fails; once `up` has
 /// started the engine again, a re-run converges on what one clean run stores.
 #[tokio::test]
@@ -172,8 +182,22 @@ async fn ingest_whose_engine_is_killed_fails_and_a_rerun_converges() {
             .stderr(Stdio::piped());
         command
     };
+    let mut settings = config_for(&up.engine_url);
+    settings.clickhouse.database = "moraine".into();
+    let config = settings.validate().unwrap();
+    let db = Db::new(&config.clickhouse, Metrics::new(&config.sla));
     let child = run().spawn().unwrap();
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    // Killed once the ingest has stored its first rows, so the kill lands among its writes
+    // (a fixed delay could land while it still starts up, and the write gate waits out a
+    // restarting engine).
+    let started = std::time::Instant::now();
+    while stored_events(&db).await == 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the ingest stored nothing"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     let engine = up.engine();
     kill(Pid::from_raw(engine as i32), Signal::SIGKILL).unwrap();
     assert!(gone(engine, Duration::from_secs(5)).await);
@@ -191,10 +215,6 @@ async fn ingest_whose_engine_is_killed_fails_and_a_rerun_converges() {
         "first run:\n{said}\nrerun:\n{rerun_said}\nengine log:\n{}",
         up.engine_log_tail(200)
     );
-    let mut settings = config_for(&up.engine_url);
-    settings.clickhouse.database = "moraine".into();
-    let config = settings.validate().unwrap();
-    let db = Db::new(&config.clickhouse, Metrics::new(&config.sla));
     let after = snapshot(&db).await;
     assert_statistics_exact(&after);
     after.assert_same_as(&clean_run(&dir).await);
