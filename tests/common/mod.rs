@@ -686,18 +686,16 @@ pub struct SessionVector {
 
 pub async fn snapshot(db: &Db) -> Snapshot {
     let d = || db.default_deadline();
-    let typed: bool = db
-        .read("t", "SELECT count() > 0 FROM system.columns WHERE database = currentDatabase() AND table = 'term_df' AND name = 'event_type'")
-        .fetch_optional(db, d())
-        .await
-        .unwrap()
-        .unwrap_or(false);
-    let vectors: bool = db
-        .read("t", "SELECT count() > 0 FROM system.tables WHERE database = currentDatabase() AND name = 'session_vectors'")
-        .fetch_optional(db, d())
-        .await
-        .unwrap()
-        .unwrap_or(false);
+    // Tables and columns the store's schema may predate.
+    let holds = async |sql: &str| -> bool {
+        db.read("t", sql)
+            .fetch_optional(db, d())
+            .await
+            .unwrap()
+            .unwrap_or(false)
+    };
+    let typed = holds("SELECT count() > 0 FROM system.columns WHERE database = currentDatabase() AND table = 'term_df' AND name = 'event_type'").await;
+    let vectors = holds("SELECT count() > 0 FROM system.tables WHERE database = currentDatabase() AND name = 'session_vectors'").await;
     Snapshot {
         events: db
             .read("t", "SELECT session_key, event_key, turn_ordinal, ordinal, toUInt8(event_type), text, raw, doc_len, searchable FROM events ORDER BY session_key, turn_ordinal, ordinal")

@@ -61,13 +61,7 @@ pub(super) fn fuse(scored: Vec<Scored>, closest: &[u64], weight: f64) -> Vec<Sco
             hit
         })
         .collect();
-    fused.sort_by(|a, b| {
-        b.score
-            .total_cmp(&a.score)
-            .then((b.doc >> 20).cmp(&(a.doc >> 20)))
-            .then(a.sess.cmp(&b.sess))
-            .then(a.doc.cmp(&b.doc))
-    });
+    fused.sort_by(Scored::ranked);
     fused
 }
 

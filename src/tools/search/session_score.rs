@@ -3,7 +3,6 @@
 //! where one event happens to match alone. A question asked in other words than the session
 //! used often shares a few words with many of its events and none with any one of them.
 
-use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::time::Instant;
 
@@ -87,18 +86,8 @@ fn lift(mut scored: Vec<Scored>, by_session: &HashMap<u64, f64>, weight: f64) ->
         let session = by_session.get(&hit.sess).copied().unwrap_or(0.0);
         hit.score += weight * best_hit * session / best_session;
     }
-    scored.sort_by(ranked);
+    scored.sort_by(Scored::ranked);
     scored
-}
-
-/// The scoring statement's order: score descending, then event time descending (the high bits
-/// of the event key), then session and event key ascending.
-fn ranked(a: &Scored, b: &Scored) -> Ordering {
-    b.score
-        .total_cmp(&a.score)
-        .then((b.doc >> 20).cmp(&(a.doc >> 20)))
-        .then(a.sess.cmp(&b.sess))
-        .then(a.doc.cmp(&b.doc))
 }
 
 #[cfg(test)]

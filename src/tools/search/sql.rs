@@ -113,6 +113,19 @@ pub(super) struct Scored {
     pub score: f64,
 }
 
+impl Scored {
+    /// The scoring statement's order ([`SCORE_SQL`]'s `ORDER BY`), for scores changed after it:
+    /// score descending, then event time descending (the high bits of the event key), then
+    /// session and event key ascending.
+    pub(super) fn ranked(a: &Self, b: &Self) -> std::cmp::Ordering {
+        b.score
+            .total_cmp(&a.score)
+            .then((b.doc >> 20).cmp(&(a.doc >> 20)))
+            .then(a.sess.cmp(&b.sess))
+            .then(a.doc.cmp(&b.doc))
+    }
+}
+
 #[cfg(test)]
 impl Scored {
     /// A scored document of turn 1.
