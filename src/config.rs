@@ -352,6 +352,8 @@ pub struct ToolsConfig {
     /// be skipped only when the k-th best score exceeds what all the other terms together can
     /// give, which frequent words rarely allow (the first read is then wasted).
     pub impact_tiers_max_terms: usize,
+    /// Hits of one session on a global search's page while other sessions have matches.
+    pub hits_per_session: usize,
     pub query_log: bool,
 }
 
@@ -372,6 +374,7 @@ impl Default for ToolsConfig {
             impact_tiers: true,
             impact_tiers_min_postings: 20_000,
             impact_tiers_max_terms: 2,
+            hits_per_session: 1,
             query_log: true,
         }
     }
@@ -1056,6 +1059,7 @@ impl ToolsConfig {
             self.impact_tiers_max_terms,
             1..=256,
         )?;
+        within("tools.hits_per_session", self.hits_per_session, 1..=100)?;
         within("tools.snippet_chars", self.snippet_chars, 40..=4000)?;
         within("tools.preview_chars", self.preview_chars, 20..=4000)?;
         within("tools.open_max_turns", self.open_max_turns, 100..=100_000)?;

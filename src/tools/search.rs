@@ -578,7 +578,11 @@ async fn score(
                 }
             }
         }
-        return Ok(spread::page(scored, request.n_hits as usize));
+        return Ok(spread::page(
+            scored,
+            request.n_hits as usize,
+            tools.hits_per_session,
+        ));
     }
     let truncated = scored.len() > request.n_hits as usize;
     scored.truncate(request.n_hits as usize);

@@ -925,3 +925,118 @@ async fn a_session_holding_the_whole_question_ranks_above_one_matching_part_of_i
     server.stop().await;
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A global page shows each session's best hit before any session's second
+/// (`tools.hits_per_session`, 1 by default), fills what other sessions leave with the best
+/// session's next hits, and stays in score order; within a session every hit is kept.
+#[tokio::test]
+async fn a_global_page_shows_each_sessions_best_hit_before_any_second() {
+    let (mut config, db) = common::fresh_db().await;
+    // Words alone, so that the order below is BM25's.
+    config.semantic.weight = 0.0;
+    let dir = std::env::temp_dir().join(format!("moraine-spread-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let write = |id: &str, prompts: &[String]| {
+        let lines: String = prompts
+            .iter()
+            .enumerate()
+            .map(|(i, prompt)| {
+                json!({"type": "user", "sessionId": id, "uuid": format!("{id}-{i}"),
+                       "timestamp": format!("2026-05-01T00:0{i}:00.000Z"),
+                       "message": {"role": "user", "content": prompt}})
+                .to_string()
+                    + "\n"
+            })
+            .collect();
+        std::fs::write(dir.join(format!("{id}.jsonl")), lines).unwrap();
+    };
+    // One session of six short prompts about `zephyrine`, each scoring above the four other
+    // sessions' one longer prompt each.
+    let long: Vec<String> = (0..6).map(|i| format!("zephyrine step {i}")).collect();
+    write("long", &long);
+    for name in ["alder", "birch", "cedar", "dogwood"] {
+        write(
+            name,
+            &[format!(
+                "{name} notes on the zephyrine rollout with many other words around it"
+            )],
+        );
+    }
+    common::ingest_paths(&config, &db, &dir).await;
+    let sessions_of = |e: &Value| -> Vec<String> {
+        hits(e)
+            .iter()
+            .map(|h| h["session"]["title"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let descending = |e: &Value| {
+        let scores: Vec<f64> = hits(e)
+            .iter()
+            .map(|h| h["score"].as_f64().unwrap())
+            .collect();
+        assert_eq!(scores[0], 1.0, "{e}");
+        assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
+    };
+
+    assert_eq!(config.tools.hits_per_session, 1, "the default");
+    let server = TestServer::start(config.clone(), db.clone()).await;
+    let mut c = Mcp::legacy(&server.mcp_url, None).await;
+    // Five hits: five sessions, the long one's best first.
+    let e = c
+        .ok(
+            "search_sessions",
+            json!({"query": "zephyrine", "n_hits": 5}),
+        )
+        .await;
+    let titles = sessions_of(&e);
+    assert_eq!(titles[0], long[0], "{e}");
+    let distinct: std::collections::HashSet<&String> = titles.iter().collect();
+    assert_eq!(distinct.len(), 5, "{titles:?}");
+    assert_eq!(e["data"]["result_count"], 5);
+    assert_eq!(e["data"]["truncated"], true, "more matched: {e}");
+    descending(&e);
+    // Eight hits: the five sessions, then the long session's next best fill the page, all
+    // in score order (the long session's short prompts score higher).
+    let e = c
+        .ok(
+            "search_sessions",
+            json!({"query": "zephyrine", "n_hits": 8}),
+        )
+        .await;
+    let titles = sessions_of(&e);
+    assert_eq!(
+        titles.iter().filter(|t| **t == long[0]).count(),
+        4,
+        "{titles:?}"
+    );
+    assert!(titles[..4].iter().all(|t| *t == long[0]), "{titles:?}");
+    descending(&e);
+    // Within the long session, every hit.
+    let session = hits(&e)[0]["session"]["id"].as_str().unwrap().to_owned();
+    let e = c
+        .ok(
+            "search_sessions",
+            json!({"query": "zephyrine", "within_id": session, "n_hits": 10}),
+        )
+        .await;
+    assert_eq!(e["data"]["result_count"], 6, "{e}");
+    server.stop().await;
+
+    // Three per session: the long session's three best, then the next sessions.
+    config.tools.hits_per_session = 3;
+    let server = TestServer::start(config, db).await;
+    let mut c = Mcp::legacy(&server.mcp_url, None).await;
+    let e = c
+        .ok(
+            "search_sessions",
+            json!({"query": "zephyrine", "n_hits": 5}),
+        )
+        .await;
+    let titles = sessions_of(&e);
+    assert!(titles[..3].iter().all(|t| *t == long[0]), "{titles:?}");
+    assert!(titles[3..].iter().all(|t| *t != long[0]), "{titles:?}");
+    descending(&e);
+    server.stop().await;
+    std::fs::remove_dir_all(&dir).unwrap();
+}
