@@ -14,7 +14,7 @@ use crate::tools::envelope::ToolError;
 
 /// Reciprocal-rank fusion's constant: a rank counts 1/(K + rank). The method was published
 /// with 60, under which the first ranks of either order differ little; `moraine-mcp eval`
-/// measured 10 and 15 best on its dev questions (5, 20, 30 and 60 lower), so the top of each
+/// measured every k from 7 to 15 best on its dev questions (5, 20, 30 and 60 lower), so the top of each
 /// order counts for more.
 const RRF_K: f64 = 10.0;
 
