@@ -13,9 +13,9 @@ use crate::semantic::Embedder;
 use crate::tools::envelope::ToolError;
 
 /// Reciprocal-rank fusion's constant: a rank counts 1/(K + rank). The method was published
-/// with 60, under which the first ranks of either order differ little; `moraine-mcp eval`
-/// measured every k from 7 to 15 best on its dev questions (5, 20, 30 and 60 lower), so the top of each
-/// order counts for more.
+/// with 60, under which the first ranks of either order differ little; on its dev questions
+/// `moraine-mcp eval` measured every k from 7 to 15 best (5, 20, 30 and 60 lower), so the top
+/// of each order counts for more.
 const RRF_K: f64 = 10.0;
 
 impl Read<'_> {
