@@ -134,9 +134,9 @@ impl Tool for SearchSessions {
     const TITLE: &'static str = "Search sessions";
     const DESCRIPTION: &'static str = "Find events in past agent sessions by words (BM25). Returns ranked handles with short \
              snippets and the event, turn and session IDs to pass to `open`; never full payloads. \
-             Searching all sessions shows each session's best hit first; pass a session ID as \
-             `within_id` for its other hits. Default event types: user_input, \
-             assistant_response, tool_response.";
+             Searching all sessions spreads the hits over sessions, each session's best hit \
+             before its others; pass a session ID as `within_id` for all of that session's hits. \
+             Default event types: user_input, assistant_response, tool_response.";
     const SCHEMA_VERSION: &'static str = "moraine.mcp.search_sessions.v1";
 
     type Args = Args;
