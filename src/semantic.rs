@@ -3,9 +3,10 @@
 //!
 //! The model (WordLlama's 256-dimension token table and its tokenizer) gives a text the sum of
 //! its tokens' vectors. That sum grows event by event as ingest reads a session, and a
-//! question's costs one table lookup per token: no inference at ingest or query time. Ranked alone it
-//! misses what words find (an error fragment, a flag); fused with BM25 by reciprocal rank it
-//! lifts questions in other words and keeps identifier questions first (docs/performance.md).
+//! question's costs one table lookup per token: no inference at ingest or query time. Ranked
+//! alone it misses what words find (an error fragment, a flag); fused with BM25 by reciprocal
+//! rank it lifts questions in other words and keeps identifier questions first
+//! (docs/performance.md).
 
 mod fetch;
 mod model;

@@ -262,7 +262,7 @@ pub(crate) async fn retract(db: &Db, retraction: &Retraction) -> Result<(), DbEr
         .execute(db, db.default_deadline())
         .await?;
     }
-    let statements: &[(&'static str, &str, &str)] = &[
+    let mut statements: Vec<(&'static str, &str, &str)> = vec![
         (
             "retract_events",
             "events",
@@ -274,6 +274,17 @@ pub(crate) async fn retract(db: &Db, retraction: &Retraction) -> Result<(), DbEr
             "session_key = {s:UInt64} AND ordinal > {t:UInt32}",
         ),
     ];
+    if after_line == 0 {
+        // Nothing of the session stays: its row and its vector go too.
+        statements.extend([
+            ("retract_session", "sessions", "session_key = {s:UInt64}"),
+            (
+                "retract_session_vector",
+                "session_vectors",
+                "sess = {s:UInt64}",
+            ),
+        ]);
+    }
     for (name, table, condition) in statements {
         db.delete(name, table, condition)
             .param("s", session_key)
@@ -281,20 +292,6 @@ pub(crate) async fn retract(db: &Db, retraction: &Retraction) -> Result<(), DbEr
             .param("t", keep_turns)
             .execute(db, db.default_deadline())
             .await?;
-    }
-    if after_line == 0 {
-        db.delete("retract_session", "sessions", "session_key = {s:UInt64}")
-            .param("s", session_key)
-            .execute(db, db.default_deadline())
-            .await?;
-        db.delete(
-            "retract_session_vector",
-            "session_vectors",
-            "sess = {s:UInt64}",
-        )
-        .param("s", session_key)
-        .execute(db, db.default_deadline())
-        .await?;
     }
     if let Some((file_key, generation)) = archive {
         // The bytes of a replaced log: the new generation's are written with this batch.

@@ -568,9 +568,7 @@ async fn a_query_without_searchable_terms_answers_empty_with_a_warning() {
 #[tokio::test]
 async fn a_version_or_a_hyphenated_name_is_found_whole_before_its_parts() {
     let (config, db) = common::fresh_db().await;
-    let dir = std::env::temp_dir().join(format!("moraine-compounds-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch("compounds");
     let session = |id: &str, prompt: &str| {
         json!({"type": "user", "sessionId": id, "uuid": format!("{id}-u"),
                "timestamp": "2026-05-01T00:00:00.000Z",
@@ -637,9 +635,7 @@ async fn server_with_prompts_and(
 ) -> (TestServer, Mcp, std::path::PathBuf) {
     let (mut config, db) = common::fresh_db().await;
     change(&mut config);
-    let dir = std::env::temp_dir().join(format!("moraine-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch(name);
     for (i, prompt) in prompts.iter().enumerate() {
         let id = format!("{name}-{i}");
         let line = json!({"type": "user", "sessionId": id, "uuid": format!("{id}-u"),
@@ -660,6 +656,40 @@ fn titles(e: &Value) -> Vec<String> {
         .iter()
         .map(|h| h["session"]["title"].as_str().unwrap().to_owned())
         .collect()
+}
+
+/// A fresh, empty directory for one test's logs.
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("moraine-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A Claude Code log of session `id` in `dir`: one user prompt a minute.
+fn write_prompts(dir: &std::path::Path, id: &str, prompts: &[impl AsRef<str>]) {
+    let lines: String = prompts
+        .iter()
+        .enumerate()
+        .map(|(i, prompt)| {
+            json!({"type": "user", "sessionId": id, "uuid": format!("{id}-{i}"),
+                   "timestamp": format!("2026-05-01T00:0{i}:00.000Z"),
+                   "message": {"role": "user", "content": prompt.as_ref()}})
+            .to_string()
+                + "\n"
+        })
+        .collect();
+    std::fs::write(dir.join(format!("{id}.jsonl")), lines).unwrap();
+}
+
+/// A page in score order, its best hit scored 1.0.
+fn assert_scores_fall(e: &Value) {
+    let scores: Vec<f64> = hits(e)
+        .iter()
+        .map(|h| h["score"].as_f64().unwrap())
+        .collect();
+    assert_eq!(scores[0], 1.0, "{e}");
+    assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
 }
 
 #[tokio::test]
@@ -868,23 +898,8 @@ async fn events_a_search_leaves_out_do_not_weigh_in_its_statistics() {
 #[tokio::test]
 async fn a_session_holding_the_whole_question_ranks_above_one_matching_part_of_it() {
     let (mut config, db) = common::fresh_db().await;
-    let dir = std::env::temp_dir().join(format!("moraine-whole-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let write = |id: &str, prompts: &[&str]| {
-        let lines: String = prompts
-            .iter()
-            .enumerate()
-            .map(|(i, prompt)| {
-                json!({"type": "user", "sessionId": id, "uuid": format!("{id}-{i}"),
-                       "timestamp": format!("2026-05-01T00:0{i}:00.000Z"),
-                       "message": {"role": "user", "content": prompt}})
-                .to_string()
-                    + "\n"
-            })
-            .collect();
-        std::fs::write(dir.join(format!("{id}.jsonl")), lines).unwrap();
-    };
+    let dir = scratch("whole");
+    let write = |id: &str, prompts: &[&str]| write_prompts(&dir, id, prompts);
     write("part", &["quillon brastle showed up in logs"]);
     write(
         "whole",
@@ -908,12 +923,7 @@ async fn a_session_holding_the_whole_question_ranks_above_one_matching_part_of_i
     let e = c.ok("search_sessions", query.clone()).await;
     assert!(first_title(&e).starts_with("quillon brastle on"), "{e}");
     // Still a BM25 page: scores descending, the best 1.0.
-    let scores: Vec<f64> = hits(&e)
-        .iter()
-        .map(|h| h["score"].as_f64().unwrap())
-        .collect();
-    assert_eq!(scores[0], 1.0);
-    assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
+    assert_scores_fall(&e);
     server.stop().await;
 
     assert_eq!(default, 0.0, "the lift is off by default");
@@ -934,23 +944,8 @@ async fn a_global_page_shows_each_sessions_best_hit_before_any_second() {
     let (mut config, db) = common::fresh_db().await;
     // Words alone, so that the order below is BM25's.
     config.semantic.weight = 0.0;
-    let dir = std::env::temp_dir().join(format!("moraine-spread-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let write = |id: &str, prompts: &[String]| {
-        let lines: String = prompts
-            .iter()
-            .enumerate()
-            .map(|(i, prompt)| {
-                json!({"type": "user", "sessionId": id, "uuid": format!("{id}-{i}"),
-                       "timestamp": format!("2026-05-01T00:0{i}:00.000Z"),
-                       "message": {"role": "user", "content": prompt}})
-                .to_string()
-                    + "\n"
-            })
-            .collect();
-        std::fs::write(dir.join(format!("{id}.jsonl")), lines).unwrap();
-    };
+    let dir = scratch("spread");
+    let write = |id: &str, prompts: &[String]| write_prompts(&dir, id, prompts);
     // One session of six short prompts about `zephyrine`, each scoring above the four other
     // sessions' one longer prompt each.
     let long: Vec<String> = (0..6).map(|i| format!("zephyrine step {i}")).collect();
@@ -964,20 +959,6 @@ async fn a_global_page_shows_each_sessions_best_hit_before_any_second() {
         );
     }
     common::ingest_paths(&config, &db, &dir).await;
-    let sessions_of = |e: &Value| -> Vec<String> {
-        hits(e)
-            .iter()
-            .map(|h| h["session"]["title"].as_str().unwrap().to_owned())
-            .collect()
-    };
-    let descending = |e: &Value| {
-        let scores: Vec<f64> = hits(e)
-            .iter()
-            .map(|h| h["score"].as_f64().unwrap())
-            .collect();
-        assert_eq!(scores[0], 1.0, "{e}");
-        assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
-    };
 
     assert_eq!(config.tools.hits_per_session, 1, "the default");
     let server = TestServer::start(config.clone(), db.clone()).await;
@@ -989,13 +970,13 @@ async fn a_global_page_shows_each_sessions_best_hit_before_any_second() {
             json!({"query": "zephyrine", "n_hits": 5}),
         )
         .await;
-    let titles = sessions_of(&e);
-    assert_eq!(titles[0], long[0], "{e}");
-    let distinct: std::collections::HashSet<&String> = titles.iter().collect();
-    assert_eq!(distinct.len(), 5, "{titles:?}");
+    let page = titles(&e);
+    assert_eq!(page[0], long[0], "{e}");
+    let distinct: std::collections::HashSet<&String> = page.iter().collect();
+    assert_eq!(distinct.len(), 5, "{page:?}");
     assert_eq!(e["data"]["result_count"], 5);
     assert_eq!(e["data"]["truncated"], true, "more matched: {e}");
-    descending(&e);
+    assert_scores_fall(&e);
     // Eight hits: the five sessions, then the long session's next best fill the page, all
     // in score order (the long session's short prompts score higher).
     let e = c
@@ -1004,14 +985,14 @@ async fn a_global_page_shows_each_sessions_best_hit_before_any_second() {
             json!({"query": "zephyrine", "n_hits": 8}),
         )
         .await;
-    let titles = sessions_of(&e);
+    let page = titles(&e);
     assert_eq!(
-        titles.iter().filter(|t| **t == long[0]).count(),
+        page.iter().filter(|t| **t == long[0]).count(),
         4,
-        "{titles:?}"
+        "{page:?}"
     );
-    assert!(titles[..4].iter().all(|t| *t == long[0]), "{titles:?}");
-    descending(&e);
+    assert!(page[..4].iter().all(|t| *t == long[0]), "{page:?}");
+    assert_scores_fall(&e);
     // Within the long session, every hit.
     let session = hits(&e)[0]["session"]["id"].as_str().unwrap().to_owned();
     let e = c
@@ -1033,10 +1014,10 @@ async fn a_global_page_shows_each_sessions_best_hit_before_any_second() {
             json!({"query": "zephyrine", "n_hits": 5}),
         )
         .await;
-    let titles = sessions_of(&e);
-    assert!(titles[..3].iter().all(|t| *t == long[0]), "{titles:?}");
-    assert!(titles[3..].iter().all(|t| *t != long[0]), "{titles:?}");
-    descending(&e);
+    let page = titles(&e);
+    assert!(page[..3].iter().all(|t| *t == long[0]), "{page:?}");
+    assert!(page[3..].iter().all(|t| *t != long[0]), "{page:?}");
+    assert_scores_fall(&e);
     server.stop().await;
     std::fs::remove_dir_all(&dir).unwrap();
 }
